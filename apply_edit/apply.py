@@ -1,0 +1,251 @@
+"""Apply an edit: request → prompt → decode (spec, plain or transformers' prompt lookup) → streamed file text.
+
+This is the one path that the CLI, the bench (and the gRPC service) use. `Applier.stream` returns an
+`ApplyRun`: iterate it for text pieces as they are verified; afterwards `.text` is the whole file and
+`.stats` says what it cost.
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Iterator
+
+import torch
+
+from .decoding import Decoding, DecodeStats, Sampling, no_draft
+from .models.transformers_target import TransformersTarget
+from .prompting import (DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop,
+                        build_prompt, language_of)
+from .proposers import SuffixArrayProposer
+
+METHODS = ("spec", "plain", "prompt-lookup")
+PROMPT_LOOKUP_TOKENS = 10  # transformers' own suggestion for prompt_lookup_num_tokens
+
+
+class ApplyError(ValueError):
+    """A request that cannot be applied as given (the message says what to fix)."""
+
+
+@dataclass
+class ApplyRequest:
+    original: str
+    update: str
+    instruction: str = ""
+    language: str = ""  # defaults to the path's extension
+    path: str = ""
+
+
+@dataclass
+class ApplyOptions:
+    method: str = "spec"
+    k: int = 32  # most tokens drafted per target pass
+    max_new_tokens: int | None = None  # default: enough for the original plus the snippet
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    prompt_format: str = DEFAULT_FORMAT
+
+    def validate(self) -> None:
+        if self.method not in METHODS:
+            raise ApplyError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if self.prompt_format not in FORMATS:
+            raise ApplyError(f"unknown prompt format {self.prompt_format!r}; choose one of {', '.join(FORMATS)}")
+        if not 0 <= self.k <= 256:
+            raise ApplyError("k must be between 0 and 256")
+        if self.temperature < 0 or not 0 < self.top_p <= 1:
+            raise ApplyError("temperature must be >= 0 and top_p in (0, 1]")
+        if self.method == "prompt-lookup" and self.temperature > 0:
+            raise ApplyError("prompt-lookup is the greedy baseline; use temperature 0")
+
+
+@dataclass
+class ApplyStats:
+    method: str
+    prompt_tokens: int = 0
+    new_tokens: int = 0
+    target_passes: int = 0
+    drafted_tokens: int = 0
+    accepted_tokens: int = 0
+    ttft_s: float = 0.0  # request start → first file text
+    total_s: float = 0.0  # request start → last file text
+    prefill_s: float = 0.0  # the first target pass (prompt + first token)
+    propose_s: float = 0.0
+    blocks: list = field(default_factory=list)  # per block: (drafted, accepted, emitted)
+
+    @property
+    def tokens_per_pass(self) -> float:
+        return self.new_tokens / self.target_passes if self.target_passes else 0.0
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else 0.0
+
+    @property
+    def decode_s(self) -> float:
+        return max(self.total_s - self.prefill_s, 0.0)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(tokens_per_pass=self.tokens_per_pass, acceptance_rate=self.acceptance_rate, decode_s=self.decode_s)
+        return d
+
+
+class ApplyRun:
+    """One streaming apply. Iterate for file text pieces; `.text`, `.tokens` and `.stats` are complete
+    afterwards. Abandoning the iteration early (a cancelled client) stops decoding within one block."""
+
+    def __init__(self, blocks: Iterator[list[int]], detok: IncrementalDetokenizer, extractor: OutputExtractor,
+                 stats: ApplyStats, start: float):
+        self._blocks, self._detok, self._extractor = blocks, detok, extractor
+        self.stats = stats
+        self.text = ""
+        self.tokens: list[int] = []
+        self._start = start
+
+    def _pieces(self) -> Iterator[str]:
+        try:
+            for block in self._blocks:
+                self.tokens.extend(block)
+                yield self._extractor.push(self._detok.push(block))
+                if self._extractor.done:
+                    break
+            yield self._extractor.finish()
+        finally:
+            self._blocks.close()  # releases the model (and its KV cache) even when abandoned early
+
+    def __iter__(self) -> Iterator[str]:
+        for piece in self._pieces():
+            if not piece:
+                continue
+            if not self.text:
+                self.stats.ttft_s = time.perf_counter() - self._start
+            self.text += piece
+            yield piece
+        self.stats.total_s = time.perf_counter() - self._start
+
+    def result(self) -> str:
+        for _ in self:
+            pass
+        return self.text
+
+
+class Applier:
+    """Holds a loaded target model; applies edits one at a time (the KV cache belongs to one request)."""
+
+    def __init__(self, target: TransformersTarget):
+        self.target = target
+        self.tokenizer = target.tokenizer
+        self._lock = threading.Lock()
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def prompt_ids(self, request: ApplyRequest, options: ApplyOptions) -> list[int]:
+        fmt = FORMATS[options.prompt_format]
+        language = request.language or language_of(request.path)
+        return self._encode(build_prompt(self.tokenizer, fmt, request.original, request.update,
+                                         request.instruction, language))
+
+    def stream(self, request: ApplyRequest, options: ApplyOptions | None = None) -> ApplyRun:
+        options = options or ApplyOptions()
+        options.validate()
+        if not request.original.strip() and not request.update.strip():
+            raise ApplyError("both the original file and the update are empty; nothing to apply")
+        start = time.perf_counter()
+        fmt = FORMATS[options.prompt_format]
+        prompt = self.prompt_ids(request, options)
+        original_ids, update_ids = self._encode(request.original), self._encode(request.update)
+        max_new = options.max_new_tokens or len(original_ids) + len(update_ids) + 64
+        limit = getattr(self.target.model.config, "max_position_embeddings", None)
+        if limit and len(prompt) + max_new > limit:
+            raise ApplyError(f"request too long for the model: {len(prompt)} prompt tokens + {max_new} to write "
+                             f"exceed its context of {limit} tokens")
+        stats = ApplyStats(method=options.method, prompt_tokens=len(prompt))
+        extractor = OutputExtractor(fmt.close, keep_final_newline=request.original.endswith("\n")
+                                    or not request.original)
+        if options.method == "prompt-lookup":
+            blocks = self._prompt_lookup(prompt, max_new, fmt.close, stats)
+        else:
+            proposer = SuffixArrayProposer([original_ids, update_ids]) if options.method == "spec" else no_draft
+            stop = TextStop(self.tokenizer, "\n" + fmt.close)
+            blocks = self._speculative(prompt, proposer, max_new, options, stop, stats)
+        return ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start)
+
+    def _speculative(self, prompt, proposer, max_new, options: ApplyOptions, stop, stats: ApplyStats):
+        sampling = Sampling(options.temperature, options.top_p, options.seed)
+        with self._lock:
+            self.target.reset()
+            run = Decoding(self.target, proposer, prompt, max_new, k=options.k if proposer is not no_draft else 0,
+                           sampling=sampling, rng=random.Random(options.seed), eos=self.target.eos_ids(), stop=stop)
+            try:
+                for block in run:
+                    self._copy_stats(run.stats, stats)
+                    yield block
+            finally:
+                self._copy_stats(run.stats, stats)
+                self.target.reset()
+
+    @staticmethod
+    def _copy_stats(src: DecodeStats, dst: ApplyStats) -> None:
+        dst.new_tokens, dst.target_passes = src.new_tokens, src.target_passes
+        dst.drafted_tokens, dst.accepted_tokens = src.drafted_tokens, src.accepted_tokens
+        dst.propose_s = src.propose_s
+        dst.prefill_s = src.blocks[0].seconds if src.blocks else 0.0
+        dst.blocks = [(b.drafted, b.accepted, b.emitted) for b in src.blocks]
+
+    def _prompt_lookup(self, prompt, max_new, close, stats: ApplyStats):
+        """transformers' own generate(prompt_lookup_num_tokens=10): the peer baseline, streamed."""
+        model, pieces = self.target.model, queue.Queue()
+        passes = [0]
+        hook = model.register_forward_pre_hook(lambda *_: passes.__setitem__(0, passes[0] + 1))
+        streamer = _QueueStreamer(pieces)
+        first_pass_done = [0.0]
+        t0 = time.perf_counter()
+
+        def generate():
+            try:
+                with torch.inference_mode():
+                    model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                                   max_new_tokens=max_new, do_sample=False, prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
+                                   eos_token_id=sorted(self.target.eos_ids()), pad_token_id=self.tokenizer.eos_token_id,
+                                   stop_strings=["\n" + close], tokenizer=self.tokenizer, streamer=streamer)
+                pieces.put(None)
+            except BaseException as exc:  # surfaced in the consuming thread
+                pieces.put(exc)
+
+        with self._lock:
+            worker = threading.Thread(target=generate, daemon=True)
+            worker.start()
+            try:
+                while (item := pieces.get()) is not None:
+                    if isinstance(item, BaseException):
+                        raise item
+                    if not stats.prefill_s:
+                        stats.prefill_s = time.perf_counter() - t0
+                    stats.new_tokens += len(item)
+                    stats.target_passes = passes[0]
+                    yield item
+            finally:
+                worker.join()
+                hook.remove()
+                stats.target_passes = passes[0]
+
+
+class _QueueStreamer:
+    """A transformers streamer that hands each chunk of new token ids to a queue (the prompt is skipped)."""
+
+    def __init__(self, out: queue.Queue):
+        self.out, self.prompt_seen = out, False
+
+    def put(self, value) -> None:
+        if not self.prompt_seen:
+            self.prompt_seen = True
+            return
+        self.out.put(value.reshape(-1).tolist())
+
+    def end(self) -> None:
+        pass

@@ -1,0 +1,131 @@
+"""`apply-edit bench`: every method on every case, same model, dtype and prompt, in one run.
+
+Speed is reported as ratios against plain greedy from the same run (this machine is shared and noisy;
+absolute seconds move, ratios much less). When a method's output differs from plain greedy, the first
+differing token is examined: is it a near-tie of the target's top two logits (batched verification and
+one-token decoding round differently), or a real divergence?
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .apply import Applier, ApplyOptions, ApplyRequest
+from .cases import EditCase
+
+NEAR_TIE_LOGIT_GAP = 0.25  # ~ two bf16 steps at the logit magnitudes seen here
+
+
+@dataclass
+class Record:
+    case: str
+    method: str
+    wall_s: float
+    ttft_s: float
+    target_passes: int
+    new_tokens: int
+    output: str
+    exact: bool
+    identical_to_plain: bool | None = None
+    stats: dict = field(default_factory=dict)
+    divergence: dict | None = None
+    tokens: list = field(default_factory=list, repr=False)
+
+    def to_json(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k not in ("stats", "tokens")}
+        d.update({k: v for k, v in self.stats.items() if k not in d and k != "blocks"})
+        return d
+
+
+def request_for(case: EditCase) -> ApplyRequest:
+    return ApplyRequest(case.original, case.update, case.instruction, case.language, str(case.path))
+
+
+def run_case(applier: Applier, case: EditCase, method: str, options: ApplyOptions) -> Record:
+    opts = ApplyOptions(**{**options.__dict__, "method": method})
+    run = applier.stream(request_for(case), opts)
+    text = run.result()
+    s = run.stats
+    return Record(case.name, method, s.total_s, s.ttft_s, s.target_passes, s.new_tokens, text, text == case.expected,
+                  stats=s.to_dict(), tokens=list(run.tokens))
+
+
+def divergence(applier: Applier, case: EditCase, options: ApplyOptions, plain: list[int], other: list[int]) -> dict:
+    """Where `other` first departs from plain greedy, and the target's top-2 logit gap there."""
+    i = next((j for j, (a, b) in enumerate(zip(plain, other)) if a != b), min(len(plain), len(other)))
+    if i >= min(len(plain), len(other)):
+        return {"token_index": i, "kind": "length"}
+    prompt = applier.prompt_ids(request_for(case), options)
+    target = applier.target
+    target.reset()
+    logits = target.logits(prompt + plain[:i], [])[0].float()
+    target.reset()
+    top = torch.topk(logits, 2)
+    top_ids = top.indices.tolist()
+    gap = float(top.values[0] - top.values[1])
+    near_tie = {plain[i], other[i]} == set(top_ids) and gap <= NEAR_TIE_LOGIT_GAP
+    return {"token_index": i, "plain_token": plain[i], "other_token": other[i], "top2": top_ids,
+            "top2_logit_gap": gap, "kind": "near-tie" if near_tie else "divergence"}
+
+
+def run_bench(applier: Applier, cases: list[EditCase], methods: list[str], options: ApplyOptions, log=print) -> list[Record]:
+    # Warm-up: the first forward passes of a fresh process are slow (allocation, kernel selection).
+    applier.stream(request_for(cases[0]), ApplyOptions(**{**options.__dict__, "max_new_tokens": 4})).result()
+    records = []
+    for case in cases:
+        by_method = {}
+        for method in methods:
+            rec = run_case(applier, case, method, options)
+            by_method[method] = rec
+            records.append(rec)
+        plain = by_method.get("plain")
+        if plain is not None:
+            for rec in by_method.values():
+                rec.identical_to_plain = rec.output == plain.output
+                if rec is not plain and not rec.identical_to_plain:
+                    rec.divergence = divergence(applier, case, options, plain.tokens, rec.tokens)
+        for rec in by_method.values():
+            log(format_row(rec))
+    return records
+
+
+HEADER = f"{'case':34} {'method':14} {'wall s':>7} {'ttft s':>7} {'passes':>6} {'tok/pass':>8} {'acc %':>6} {'=plain':>6} {'exact':>5}"
+
+
+def format_row(r: Record) -> str:
+    same = "-" if r.identical_to_plain is None else ("yes" if r.identical_to_plain else "NO")
+    acc = r.stats.get("acceptance_rate", 0.0) * 100
+    return (f"{r.case:34} {r.method:14} {r.wall_s:7.2f} {r.ttft_s:7.2f} {r.target_passes:6d} "
+            f"{r.stats.get('tokens_per_pass', 0):8.2f} {acc:6.1f} {same:>6} {'yes' if r.exact else 'no':>5}")
+
+
+def summary(records: list[Record], methods: list[str]) -> str:
+    lines = ["", f"{'method':14} {'wall s':>8} {'decode s':>8} {'ttft s':>7} {'tok/pass':>8} {'vs plain':>8} "
+                 f"{'decode vs plain':>15} {'=plain':>7} {'exact':>7}"]
+    totals = {}
+    for m in methods:
+        rs = [r for r in records if r.method == m]
+        wall = sum(r.wall_s for r in rs)
+        decode = sum(r.stats.get("decode_s", 0.0) for r in rs)
+        passes = sum(r.target_passes for r in rs)
+        tokens = sum(r.new_tokens for r in rs)
+        totals[m] = (wall, decode)
+        same = [r.identical_to_plain for r in rs if r.identical_to_plain is not None]
+        ties = sum(1 for r in rs if r.divergence and r.divergence.get("kind") == "near-tie")
+        totals[m] += (passes, tokens, f"{sum(same)}/{len(same)}" + (f" ({ties} tie)" if ties else "") if same else "-",
+                      f"{sum(r.exact for r in rs)}/{len(rs)}", sum(r.ttft_s for r in rs) / max(len(rs), 1))
+    plain_wall, plain_decode = totals.get("plain", (0.0, 0.0))[:2]
+    for m, (wall, decode, passes, tokens, same, exact, ttft) in totals.items():
+        ratio = f"{plain_wall / wall:7.2f}x" if plain_wall and wall else "-"
+        dratio = f"{plain_decode / decode:14.2f}x" if plain_decode and decode else "-"
+        tpp = tokens / passes if passes else 0.0
+        lines.append(f"{m:14} {wall:8.2f} {decode:8.2f} {ttft:7.2f} {tpp:8.2f} {ratio:>8} {dratio:>15} {same:>7} {exact:>7}")
+    return "\n".join(lines)
+
+
+def write_json(records: list[Record], path: str | Path) -> None:
+    Path(path).write_text(json.dumps([r.to_json() for r in records], indent=1) + "\n")

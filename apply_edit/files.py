@@ -1,0 +1,51 @@
+"""Writing a user's file safely: all or nothing, never half-written."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+
+class FileChangedError(RuntimeError):
+    """The file changed on disk while it was being rewritten."""
+
+
+def fingerprint(path: Path) -> tuple[int, str]:
+    """(mtime in ns, sha256 of the bytes): enough to notice a concurrent change."""
+    data = path.read_bytes()
+    return path.stat().st_mtime_ns, hashlib.sha256(data).hexdigest()
+
+
+def write_atomic(path: Path, text: str, expect: tuple[int, str] | None = None) -> None:
+    """Replace `path` with `text` (UTF-8, line endings as given) atomically.
+
+    A temp file in the same directory is written, fsynced, given the original's mode, and renamed over
+    the original; on any failure it is removed and the original is untouched. With `expect`, refuse if
+    the file's fingerprint no longer matches (someone else changed it meanwhile).
+    """
+    path = Path(path)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".apply-edit.tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        if expect is not None and fingerprint(path) != expect:
+            raise FileChangedError(f"{path} changed on disk during the rewrite; nothing was written")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # make the rename itself durable
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,203 @@
+"""Prompts for apply, extraction of the file from the model's output, and incremental detokenization.
+
+The model writes the whole updated file between delimiters. The assistant turn is pre-filled with the
+opening delimiter, so the first generated token is already file content and copy drafting can start at
+once; generation stops at the closing delimiter (which must start a line) or at end of turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Sequence
+
+LANGUAGES = {
+    ".py": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "jsx",
+    ".ts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust", ".java": "java", ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".rb": "ruby", ".cs": "csharp", ".kt": "kotlin",
+    ".swift": "swift", ".php": "php", ".sh": "bash", ".css": "css", ".html": "html", ".md": "markdown",
+    ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".sql": "sql",
+}
+
+
+def language_of(path: str | None) -> str:
+    return LANGUAGES.get(PurePath(path).suffix.lower(), "") if path else ""
+
+
+SYSTEM = (
+    "You merge code edits. You get a file and an update snippet. In the snippet, comments like "
+    "`// ... existing code ...` or `# ... existing code ...` stand for unchanged code of the file. "
+    "Write the complete updated file: apply every change the snippet shows, keep every other line of the "
+    "file exactly as it is (same order, whitespace and comments), and never write the `existing code` "
+    "comments themselves."
+)
+
+
+@dataclass(frozen=True)
+class PromptFormat:
+    """How a request becomes a chat: the user message, the pre-filled answer start, the closing line."""
+
+    name: str
+    user: str  # str.format template: {instruction_block} {original} {update} {lang}
+    answer_open: str  # pre-filled at the start of the assistant turn
+    close: str  # the output ends at a line starting with this
+    system: str = SYSTEM
+    example: tuple[str, str] | None = None  # one worked (user, assistant) exchange, or none
+
+
+_EXAMPLE_ORIGINAL = "def area(w, h):\n    return w * h\n\n\ndef main():\n    print(area(2, 3))\n"
+_EXAMPLE_UPDATE = "def area(w, h, scale=1):\n    return w * h * scale\n\n# ... existing code ...\n"
+_EXAMPLE_MERGED = "def area(w, h, scale=1):\n    return w * h * scale\n\n\ndef main():\n    print(area(2, 3))\n"
+
+TAGS_USER = "{instruction_block}<code>\n{original}</code>\n\n<update>\n{update}</update>"
+
+FORMATS = {
+    fmt.name: fmt
+    for fmt in [
+        PromptFormat("tags", user=TAGS_USER, answer_open="<updated-code>\n", close="</updated-code>"),
+        PromptFormat(
+            "fence",
+            user="{instruction_block}The file:\n```{lang}\n{original}```\n\nThe update snippet:\n```{lang}\n{update}```"
+                 "\n\nWrite the complete updated file.",
+            answer_open="```{lang}\n", close="```",
+        ),
+        PromptFormat(
+            "tags-example", user=TAGS_USER, answer_open="<updated-code>\n", close="</updated-code>",
+            example=(
+                TAGS_USER.format(instruction_block="", original=_EXAMPLE_ORIGINAL, update=_EXAMPLE_UPDATE),
+                "<updated-code>\n" + _EXAMPLE_MERGED + "</updated-code>",
+            ),
+        ),
+    ]
+}
+DEFAULT_FORMAT = "tags"
+
+
+def _with_newline(text: str) -> str:
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
+def build_prompt(tokenizer, fmt: PromptFormat, original: str, update: str, instruction: str = "",
+                 language: str = "") -> str:
+    """The full prompt text, ending with the pre-filled start of the answer."""
+    instruction_block = f"<instruction>{instruction.strip()}</instruction>\n\n" if instruction.strip() else ""
+    user = fmt.user.format(instruction_block=instruction_block, original=_with_newline(original),
+                           update=_with_newline(update), lang=language)
+    messages = [{"role": "system", "content": fmt.system}]
+    if fmt.example:
+        messages += [{"role": "user", "content": fmt.example[0]}, {"role": "assistant", "content": fmt.example[1]}]
+    messages.append({"role": "user", "content": user})
+    if getattr(tokenizer, "chat_template", None):
+        head = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    else:
+        head = "\n\n".join(m["content"] for m in messages) + "\n\n"
+    return head + fmt.answer_open.format(lang=language)
+
+
+class OutputExtractor:
+    """Turns streamed model text into streamed file text.
+
+    Stops at the closing delimiter at the start of a line, and holds back any tail that could still turn
+    out to be that delimiter, so no delimiter fragment is ever streamed. When the original file has no
+    final newline, the newline before the delimiter is the delimiter's, not the file's.
+    """
+
+    def __init__(self, close: str, keep_final_newline: bool = True):
+        self.marker = "\n" + close
+        self.keep_final_newline = keep_final_newline
+        self.pending = "\n"  # a virtual newline so a delimiter on the very first line is found too
+        self.done = False
+
+    def push(self, text: str) -> str:
+        """Feed model text; returns the file text that is now certain."""
+        if self.done:
+            return ""
+        self.pending += text
+        at = self.pending.find(self.marker)
+        if at >= 0:
+            self.done = True
+            body = self.pending[1:at + 1] if self.keep_final_newline else self.pending[1:at]
+            self.pending = ""
+            return body
+        # pending[cut:] could still become the delimiter (it starts with the newline the delimiter needs).
+        cut = len(self.pending) - self._partial_marker()
+        if self.keep_final_newline and cut < len(self.pending):
+            cut += 1  # that newline belongs to the file either way: release it, keep it as context
+        cut = max(cut, 1)
+        out, self.pending = self.pending[1:cut], self.pending[cut - 1:]
+        return out
+
+    def finish(self) -> str:
+        """End of generation without a delimiter (end of turn, token limit): release what is held."""
+        if self.done:
+            return ""
+        self.done = True
+        rest, self.pending = self.pending[1:], ""
+        if not self.keep_final_newline and rest.endswith("\n"):
+            rest = rest[:-1]
+        return rest
+
+    def _partial_marker(self) -> int:
+        """Length of the longest tail of `pending` that is a proper prefix of the marker."""
+        for n in range(min(len(self.marker) - 1, len(self.pending)), 0, -1):
+            if self.marker.startswith(self.pending[-n:]):
+                return n
+        return 0
+
+
+class IncrementalDetokenizer:
+    """Token ids in, text out, never splitting a multi-byte character.
+
+    Decodes a short window (from `prefix` on) instead of the whole sequence each time; text whose last
+    character is incomplete (U+FFFD) is held until the next tokens complete it.
+    """
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.ids: list[int] = []
+        self.prefix = 0  # window start
+        self.read = 0  # ids[prefix:read] have been turned into text already
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def push(self, ids: Sequence[int]) -> str:
+        self.ids.extend(ids)
+        done_text = self._decode(self.ids[self.prefix:self.read])
+        window_text = self._decode(self.ids[self.prefix:])
+        if window_text.endswith("\ufffd") or not window_text.startswith(done_text):
+            return ""
+        self.prefix, self.read = self.read, len(self.ids)
+        return window_text[len(done_text):]
+
+
+class TextStop:
+    """Token-level stop for the engine: generation ends with the token that completes `marker` in text.
+
+    Called with all new tokens after each block; decodes only the tail since the last check (plus a few
+    tokens of look-back, in case the marker straddles blocks). Returns how many tokens to keep.
+    """
+
+    LOOKBACK = 16
+
+    def __init__(self, tokenizer, marker: str, lead: str = "\n"):
+        self.tokenizer = tokenizer
+        self.marker = marker
+        self.lead = lead  # text before the first new token (the answer opening ends with a newline)
+        self.checked = 0
+
+    def __call__(self, tokens: list[int]) -> int | None:
+        start = max(0, self.checked - self.LOOKBACK - len(self.marker))
+        lead = self.lead if start == 0 else ""
+
+        def has_marker(end: int) -> bool:
+            return self.marker in lead + self.tokenizer.decode(tokens[start:end], skip_special_tokens=False)
+
+        if not has_marker(len(tokens)):
+            self.checked = len(tokens)
+            return None
+        end = max(self.checked, start + 1)
+        while not has_marker(end):
+            end += 1
+        self.checked = len(tokens)
+        return end

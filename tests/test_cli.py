@@ -1,0 +1,85 @@
+"""The command line: errors are one clear line, files are never half-written."""
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from apply_edit.cli import main
+from apply_edit.files import FileChangedError, fingerprint, write_atomic
+
+
+def test_write_atomic_keeps_mode_and_leaves_no_temp(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text("old\n")
+    os.chmod(f, 0o750)
+    write_atomic(f, "new\r\nline\n")
+    assert f.read_bytes() == b"new\r\nline\n"
+    assert stat.S_IMODE(f.stat().st_mode) == 0o750
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+
+
+def test_write_atomic_refuses_when_the_file_changed_meanwhile(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text("old\n")
+    before = fingerprint(f)
+    f.write_text("someone else\n")
+    with pytest.raises(FileChangedError):
+        write_atomic(f, "new\n", expect=before)
+    assert f.read_text() == "someone else\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.py"]
+
+
+def test_write_atomic_failure_leaves_original(tmp_path, monkeypatch):
+    f = tmp_path / "a.py"
+    f.write_text("old\n")
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError):
+        write_atomic(f, "new\n")
+    assert f.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.py"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["apply", "missing.py", "--update", "missing.py"], "does not exist"),
+    (["bench", "no-such-dir"], "not a directory"),
+    (["model", "fetch", "gpt-17"], "unknown model"),
+])
+def test_bad_input_is_one_clear_line(argv, message, capsys):
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("apply-edit: error:") and message in err[0]
+
+
+def test_non_utf8_file_is_refused(tmp_path, capsys):
+    f = tmp_path / "a.py"
+    f.write_bytes(b"\xff\xfe binary")
+    assert main(["apply", str(f), "--update", str(f)]) == 1
+    assert "not UTF-8" in capsys.readouterr().err
+
+
+@pytest.mark.model
+def test_apply_in_place_end_to_end(tmp_path):
+    """The console script on the small real model: progress, diff, atomic write, stats."""
+    src = Path(__file__).parent.parent / "fixtures" / "py_add_method"
+    f = tmp_path / "cache.py"
+    f.write_text((src / "original.py").read_text())
+    os.chmod(f, 0o640)
+    exe = Path(sys.executable).parent / "apply-edit"
+    done = subprocess.run([str(exe), "apply", str(f), "--update", str(src / "update.py"), "-i",
+                           "--model", "smollm2-135m", "--max-new-tokens", "400"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "target passes" in done.stderr
+    new = f.read_text()
+    if new != (src / "original.py").read_text():
+        assert done.stdout.startswith("--- a/cache.py")
+    assert stat.S_IMODE(f.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache.py"]

@@ -1,0 +1,113 @@
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from apply_edit.prompting import (FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop, build_prompt,
+                                  language_of)
+
+
+def stream(extractor, text, cuts):
+    out = ""
+    last = 0
+    for cut in sorted(set(cuts)) + [len(text)]:
+        out += extractor.push(text[last:cut])
+        last = cut
+    return out + extractor.finish()
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.text(alphabet="ab<\n/ed", max_size=40), cuts=st.lists(st.integers(0, 80), max_size=8),
+       tail=st.text(alphabet="xy\n", max_size=5))
+def test_extractor_stops_at_the_closing_line_however_the_text_is_split(body, cuts, tail):
+    close = "</ed>"
+    text = body + "\n" + close + tail
+    ex = OutputExtractor(close)
+    out = stream(ex, text, [c for c in cuts if c <= len(text)])
+    first = ("\n" + text).find("\n" + close)
+    assert out == text[:first]  # everything up to and including the newline before the delimiter
+    assert close not in out or not ("\n" + out).count("\n" + close)
+
+
+def test_extractor_never_streams_a_delimiter_fragment():
+    ex = OutputExtractor("</updated-code>")
+    pieces = [ex.push(p) for p in ["x = 1\n", "</upd", "ated-code>", "junk"]]
+    assert pieces == ["x = 1\n", "", "", ""]
+    assert ex.done
+
+
+def test_extractor_text_that_only_looks_like_the_delimiter_is_released():
+    ex = OutputExtractor("</updated-code>")
+    assert ex.push("a\n</upd") == "a\n"
+    assert ex.push("ate me>\n") == "</update me>\n"
+
+
+def test_extractor_without_final_newline():
+    ex = OutputExtractor("</c>", keep_final_newline=False)
+    assert ex.push("a\nb\n</c>") == "a\nb"
+    ex = OutputExtractor("</c>", keep_final_newline=False)
+    assert ex.push("a\nb\n") + ex.finish() == "a\nb"
+
+
+def test_extractor_finish_releases_held_text_when_generation_ends_early():
+    ex = OutputExtractor("</c>")
+    assert ex.push("a\n</") == "a\n"
+    assert ex.finish() == "</"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from apply_edit.models.registry import provision
+
+    return AutoTokenizer.from_pretrained(provision("smollm2-135m"))
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("text", [
+    "def f(x):\n    return x  # naïve café ☕ 日本語 🎉\n",
+    "emoji only 🎉🎉🎉 and CRLF\r\nline two\r\n",
+    "".join(chr(c) for c in range(0x4e00, 0x4e40)),
+])
+def test_incremental_detokenizer_concatenates_to_the_full_text(tokenizer, text):
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    rng = random.Random(0)
+    for _ in range(5):
+        detok, pieces, i = IncrementalDetokenizer(tokenizer), [], 0
+        while i < len(ids):
+            n = rng.randint(1, 4)
+            pieces.append(detok.push(ids[i:i + n]))
+            i += n
+        assert all("\ufffd" not in p for p in pieces)
+        assert "".join(pieces) == text
+
+
+@pytest.mark.model
+def test_text_stop_finds_the_token_that_completes_the_marker(tokenizer):
+    body = "x = 1\ny = 2\n"
+    ids = tokenizer.encode(body + "</updated-code>\nmore", add_special_tokens=False)
+    stop = TextStop(tokenizer, "\n</updated-code>")
+    keep = None
+    for end in range(1, len(ids) + 1, 3):
+        keep = stop(ids[:end])
+        if keep is not None:
+            break
+    assert keep is not None
+    assert "</updated-code>" in tokenizer.decode(ids[:keep])
+    assert "</updated-code>" not in tokenizer.decode(ids[:keep - 1])
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_prompt_holds_the_inputs_and_ends_with_the_answer_opening(tokenizer, name):
+    fmt = FORMATS[name]
+    prompt = build_prompt(tokenizer, fmt, "a = 1\n", "a = 2\n", "bump a", "python")
+    assert "a = 1\n" in prompt and "a = 2\n" in prompt and "bump a" in prompt
+    assert prompt.endswith(fmt.answer_open.format(lang="python"))
+
+
+def test_language_from_extension():
+    assert language_of("src/x.TS") == "typescript"
+    assert language_of("a.unknown") == ""
+    assert language_of(None) == ""

@@ -1,0 +1,95 @@
+"""The real transformers path, on the small smollm2-135m (provisioned offline from its PyPI wheel)."""
+
+import pytest
+import torch
+
+from apply_edit.apply import Applier, ApplyOptions, ApplyError
+from apply_edit.bench import request_for
+from apply_edit.cases import load_case
+from apply_edit.models.transformers_target import TransformersTarget
+from conftest import FIXTURES
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def target():
+    # fp32: batched verification and one-token decoding then agree to ~1e-6, so the exactness check
+    # below is about the engine, not about bf16 near-ties (the bench measures those on the default model).
+    return TransformersTarget.load("smollm2-135m", dtype="fp32")
+
+
+def test_kv_cache_rollback_matches_a_fresh_pass(target):
+    prompt = target.tokenizer.encode("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n")
+    block = [11, 12, 13, 14, 15]
+    target.reset()
+    target.logits(prompt, block)  # caches prompt + block
+    rolled = target.logits(prompt + block[:2], [99, 98])  # rolls back 3 tokens, adds 2 others
+    target.reset()
+    fresh = target.logits(prompt + block[:2], [99, 98])
+    assert target.cached == prompt + block[:2] + [99, 98]
+    torch.testing.assert_close(rolled, fresh, rtol=1e-4, atol=1e-4)
+
+
+def test_one_pass_per_call_and_no_prefix_recomputation(target):
+    calls = []
+    hook = target.model.register_forward_pre_hook(lambda mod, args, kwargs: calls.append(kwargs["input_ids"].shape[1]),
+                                                  with_kwargs=True)
+    try:
+        target.reset()
+        prompt = list(range(100, 140))
+        target.logits(prompt, [1, 2, 3])
+        target.logits(prompt + [1, 2, 7], [4, 5])  # 7 replaces the rejected 3
+    finally:
+        hook.remove()
+    assert calls == [43, 3]  # the second pass feeds only the corrected token and the new block
+
+
+@pytest.fixture(scope="module")
+def applier(target):
+    return Applier(target)
+
+
+def test_speculative_equals_plain_greedy_with_far_fewer_passes(applier):
+    case = load_case(FIXTURES / "py_add_method")
+    options = ApplyOptions(max_new_tokens=300)
+    plain = applier.stream(request_for(case), ApplyOptions(method="plain", max_new_tokens=300))
+    plain.result()
+    spec = applier.stream(request_for(case), options)
+    spec.result()
+    assert spec.tokens == plain.tokens and spec.text == plain.text
+    assert plain.stats.target_passes == len(plain.tokens)
+    assert spec.stats.target_passes * 3 <= plain.stats.target_passes, (spec.stats.target_passes, plain.stats.target_passes)
+
+
+def test_streamed_pieces_concatenate_to_the_text(applier):
+    case = load_case(FIXTURES / "ts_add_interface_field")
+    run = applier.stream(request_for(case), ApplyOptions(max_new_tokens=200))
+    pieces = list(run)
+    assert len(pieces) > 1 and "".join(pieces) == run.text
+    assert "</updated-code>" not in run.text
+    assert run.stats.ttft_s <= run.stats.total_s
+
+
+def test_abandoned_stream_releases_the_cache(applier, target):
+    case = load_case(FIXTURES / "py_add_method")
+    run = applier.stream(request_for(case), ApplyOptions(max_new_tokens=200))
+    it = iter(run)
+    next(it)
+    it.close()  # a client went away mid-stream
+    assert target.cached == [] and target._cache is None
+
+
+def test_request_too_long_for_the_context_is_refused(applier):
+    case = load_case(FIXTURES / "py_add_method")
+    with pytest.raises(ApplyError, match="too long"):
+        applier.stream(request_for(case), ApplyOptions(max_new_tokens=10**6))
+
+
+def test_prompt_lookup_baseline_runs_on_the_same_model(applier):
+    case = load_case(FIXTURES / "py_add_method")
+    run = applier.stream(request_for(case), ApplyOptions(method="prompt-lookup", max_new_tokens=60))
+    text = run.result()
+    plain = applier.stream(request_for(case), ApplyOptions(method="plain", max_new_tokens=60)).result()
+    assert text and run.stats.target_passes >= 1
+    assert text[:100] == plain[:100]
