@@ -11,7 +11,7 @@ import queue
 import random
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Iterator
 
 import torch
@@ -63,26 +63,11 @@ class ApplyOptions:
 
 
 @dataclass
-class ApplyStats:
-    method: str
+class ApplyStats(DecodeStats):
+    """The engine's statistics plus the request's; ttft_s and total_s count from the request's start."""
+
+    method: str = "spec"
     prompt_tokens: int = 0
-    new_tokens: int = 0
-    target_passes: int = 0
-    drafted_tokens: int = 0
-    accepted_tokens: int = 0
-    ttft_s: float = 0.0  # request start → first file text
-    total_s: float = 0.0  # request start → last file text
-    prefill_s: float = 0.0  # the first target pass (prompt + first token)
-    propose_s: float = 0.0
-    blocks: list = field(default_factory=list)  # per block: (drafted, accepted, emitted)
-
-    @property
-    def tokens_per_pass(self) -> float:
-        return self.new_tokens / self.target_passes if self.target_passes else 0.0
-
-    @property
-    def acceptance_rate(self) -> float:
-        return self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else 0.0
 
     @property
     def decode_s(self) -> float:
@@ -180,22 +165,12 @@ class Applier:
         with self._lock:
             self.target.reset()
             run = Decoding(self.target, proposer, prompt, max_new, k=options.k if proposer is not no_draft else 0,
-                           sampling=sampling, rng=random.Random(options.seed), eos=self.target.eos_ids(), stop=stop)
+                           sampling=sampling, rng=random.Random(options.seed), eos=self.target.eos_ids(), stop=stop,
+                           stats=stats)
             try:
-                for block in run:
-                    self._copy_stats(run.stats, stats)
-                    yield block
+                yield from run
             finally:
-                self._copy_stats(run.stats, stats)
                 self.target.reset()
-
-    @staticmethod
-    def _copy_stats(src: DecodeStats, dst: ApplyStats) -> None:
-        dst.new_tokens, dst.target_passes = src.new_tokens, src.target_passes
-        dst.drafted_tokens, dst.accepted_tokens = src.drafted_tokens, src.accepted_tokens
-        dst.propose_s = src.propose_s
-        dst.prefill_s = src.blocks[0].seconds if src.blocks else 0.0
-        dst.blocks = [(b.drafted, b.accepted, b.emitted) for b in src.blocks]
 
     def _prompt_lookup(self, prompt, max_new, close, stats: ApplyStats):
         """transformers' own generate(prompt_lookup_num_tokens=10): the peer baseline, streamed."""

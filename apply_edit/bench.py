@@ -98,32 +98,33 @@ HEADER = f"{'case':34} {'method':14} {'wall s':>7} {'ttft s':>7} {'passes':>6} {
 
 def format_row(r: Record) -> str:
     same = "-" if r.identical_to_plain is None else ("yes" if r.identical_to_plain else "NO")
-    acc = r.stats.get("acceptance_rate", 0.0) * 100
+    acc = f"{r.stats['acceptance_rate'] * 100:6.1f}" if r.stats.get("drafted_tokens") else "     -"
     return (f"{r.case:34} {r.method:14} {r.wall_s:7.2f} {r.ttft_s:7.2f} {r.target_passes:6d} "
-            f"{r.stats.get('tokens_per_pass', 0):8.2f} {acc:6.1f} {same:>6} {'yes' if r.exact else 'no':>5}")
+            f"{r.stats.get('tokens_per_pass', 0):8.2f} {acc} {same:>6} {'yes' if r.exact else 'no':>5}")
 
 
 def summary(records: list[Record], methods: list[str]) -> str:
-    lines = ["", f"{'method':14} {'wall s':>8} {'decode s':>8} {'ttft s':>7} {'tok/pass':>8} {'vs plain':>8} "
-                 f"{'decode vs plain':>15} {'=plain':>7} {'exact':>7}"]
-    totals = {}
+    """Totals per method over all cases, with speed as ratios to plain greedy from the same run."""
+    lines = ["", f"{'method':14} {'wall s':>8} {'decode s':>8} {'mean ttft':>9} {'tok/pass':>8} {'vs plain':>8} "
+                 f"{'decode vs plain':>15} {'=plain':>12} {'exact':>6}"]
+    plain = [r for r in records if r.method == "plain"]
+    plain_wall = sum(r.wall_s for r in plain)
+    plain_decode = sum(r.stats.get("decode_s", 0.0) for r in plain)
     for m in methods:
         rs = [r for r in records if r.method == m]
         wall = sum(r.wall_s for r in rs)
         decode = sum(r.stats.get("decode_s", 0.0) for r in rs)
-        passes = sum(r.target_passes for r in rs)
-        tokens = sum(r.new_tokens for r in rs)
-        totals[m] = (wall, decode)
-        same = [r.identical_to_plain for r in rs if r.identical_to_plain is not None]
+        tokens, passes = sum(r.new_tokens for r in rs), sum(r.target_passes for r in rs)
+        ttft = sum(r.ttft_s for r in rs) / len(rs)
+        ratio = f"{plain_wall / wall:7.2f}x" if plain and wall else "-"
+        decode_ratio = f"{plain_decode / decode:14.2f}x" if plain and decode else "-"
+        compared = [r for r in rs if r.identical_to_plain is not None]
         ties = sum(1 for r in rs if r.divergence and r.divergence.get("kind") == "near-tie")
-        totals[m] += (passes, tokens, f"{sum(same)}/{len(same)}" + (f" ({ties} tie)" if ties else "") if same else "-",
-                      f"{sum(r.exact for r in rs)}/{len(rs)}", sum(r.ttft_s for r in rs) / max(len(rs), 1))
-    plain_wall, plain_decode = totals.get("plain", (0.0, 0.0))[:2]
-    for m, (wall, decode, passes, tokens, same, exact, ttft) in totals.items():
-        ratio = f"{plain_wall / wall:7.2f}x" if plain_wall and wall else "-"
-        dratio = f"{plain_decode / decode:14.2f}x" if plain_decode and decode else "-"
-        tpp = tokens / passes if passes else 0.0
-        lines.append(f"{m:14} {wall:8.2f} {decode:8.2f} {ttft:7.2f} {tpp:8.2f} {ratio:>8} {dratio:>15} {same:>7} {exact:>7}")
+        same = f"{sum(r.identical_to_plain for r in compared)}/{len(compared)}" if compared else "-"
+        same += f" ({ties} tie)" if ties else ""
+        exact = f"{sum(r.exact for r in rs)}/{len(rs)}"
+        lines.append(f"{m:14} {wall:8.2f} {decode:8.2f} {ttft:9.2f} {tokens / max(passes, 1):8.2f} {ratio:>8} "
+                     f"{decode_ratio:>15} {same:>12} {exact:>6}")
     return "\n".join(lines)
 
 

@@ -101,6 +101,7 @@ class DecodeStats:
     new_tokens: int = 0
     ttft_s: float = 0.0  # from the start of decoding to the first emitted token (includes prefill)
     total_s: float = 0.0
+    prefill_s: float = 0.0  # the first target pass: the prompt (or what is not cached of it) + first token
     propose_s: float = 0.0  # time spent inside the proposer
     blocks: list[BlockRecord] = field(default_factory=list)
 
@@ -140,6 +141,7 @@ class Decoding:
         rng: random.Random | None = None,
         eos: int | Iterable[int] | None = None,
         stop: Callable[[list[int]], int | None] | None = None,
+        stats: DecodeStats | None = None,
     ):
         if max_new < 0 or k < 0:
             raise ValueError("max_new and k must be >= 0")
@@ -153,7 +155,7 @@ class Decoding:
         self.eos = set() if eos is None else ({eos} if isinstance(eos, int) else set(eos))
         self.stop = stop
         self.tokens: list[int] = []
-        self.stats = DecodeStats()
+        self.stats = stats if stats is not None else DecodeStats()
 
     def run(self) -> list[int]:
         for _ in self:
@@ -181,7 +183,7 @@ class Decoding:
             seq.extend(emitted)
             now = time.perf_counter()
             if not self.stats.blocks:
-                self.stats.ttft_s = now - start
+                self.stats.ttft_s, self.stats.prefill_s = now - start, now - t0
             self.stats.blocks.append(BlockRecord(len(draft.tokens), accepted, len(emitted), now - t0))
             self.stats.new_tokens = len(self.tokens)
             self.stats.total_s = now - start

@@ -62,6 +62,16 @@ FORMATS = {
             answer_open="```{lang}\n", close="```",
         ),
         PromptFormat(
+            "tags-reminder", user=TAGS_USER + "\n\nWrite the whole updated code, from its first line to its last.",
+            answer_open="<updated-code>\n", close="</updated-code>",
+        ),
+        PromptFormat(
+            "update-first",
+            user="{instruction_block}<update>\n{update}</update>\n\n<code>\n{original}</code>\n\n"
+                 "Write the whole code with the update applied, from its first line to its last.",
+            answer_open="<updated-code>\n", close="</updated-code>",
+        ),
+        PromptFormat(
             "tags-example", user=TAGS_USER, answer_open="<updated-code>\n", close="</updated-code>",
             example=(
                 TAGS_USER.format(instruction_block="", original=_EXAMPLE_ORIGINAL, update=_EXAMPLE_UPDATE),

@@ -83,3 +83,23 @@ def test_apply_in_place_end_to_end(tmp_path):
         assert done.stdout.startswith("--- a/cache.py")
     assert stat.S_IMODE(f.stat().st_mode) == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache.py"]
+
+
+@pytest.mark.model
+def test_bench_runs_methods_side_by_side_and_writes_records(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "bench.json"
+    fixtures = Path(__file__).parent.parent / "fixtures"
+    assert main(["bench", str(fixtures), "--cases", "py_add_method", "--methods", "plain,prompt-lookup,spec",
+                 "--model", "smollm2-135m", "--dtype", "fp32", "--max-new-tokens", "80", "--json", str(out)]) == 0
+    records = json.loads(out.read_text())
+    assert [r["method"] for r in records] == ["plain", "prompt-lookup", "spec"]
+    for r in records:
+        for key in ("case", "method", "wall_s", "ttft_s", "target_passes", "new_tokens", "output", "exact"):
+            assert key in r
+    plain, lookup, spec = records
+    assert spec["identical_to_plain"] is True and spec["output"] == plain["output"]
+    assert spec["target_passes"] < plain["target_passes"] == plain["new_tokens"]
+    table = capsys.readouterr().out
+    assert "vs plain" in table and "py_add_method" in table
