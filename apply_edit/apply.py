@@ -98,6 +98,7 @@ class ApplyRun:
                 yield self._extractor.push(self._detok.push(block))
                 if self._extractor.done:
                     break
+            yield self._extractor.push(self._detok.flush())
             yield self._extractor.finish()
         finally:
             self._blocks.close()  # releases the model (and its KV cache) even when abandoned early

@@ -180,6 +180,13 @@ class IncrementalDetokenizer:
         self.prefix, self.read = self.read, len(self.ids)
         return window_text[len(done_text):]
 
+    def flush(self) -> str:
+        """End of generation: whatever is still held (e.g. a character cut off by the token limit)."""
+        done_text = self._decode(self.ids[self.prefix:self.read])
+        window_text = self._decode(self.ids[self.prefix:])
+        self.prefix = self.read = len(self.ids)
+        return window_text[len(done_text):]
+
 
 class TextStop:
     """Token-level stop for the engine: generation ends with the token that completes `marker` in text.

@@ -111,3 +111,12 @@ def test_language_from_extension():
     assert language_of("src/x.TS") == "typescript"
     assert language_of("a.unknown") == ""
     assert language_of(None) == ""
+
+
+@pytest.mark.model
+def test_detokenizer_flush_releases_a_character_cut_by_the_token_limit(tokenizer):
+    ids = tokenizer.encode("ok 🎉", add_special_tokens=False)
+    detok = IncrementalDetokenizer(tokenizer)
+    text = "".join(detok.push([i]) for i in ids[:-1])  # the emoji's last byte never comes
+    text += detok.flush()
+    assert text == tokenizer.decode(ids[:-1])
