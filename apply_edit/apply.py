@@ -1,6 +1,6 @@
 """Apply an edit: request → prompt → decode (spec, plain or transformers' prompt lookup) → streamed file text.
 
-This is the one path that the CLI, the bench (and the gRPC service) use. `Applier.stream` returns an
+This is the one path that the CLI and the bench use (the gRPC service will too). `Applier.stream` returns an
 `ApplyRun`: iterate it for text pieces as they are verified; afterwards `.text` is the whole file and
 `.stats` says what it cost.
 """
