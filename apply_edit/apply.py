@@ -81,7 +81,8 @@ class ApplyStats(DecodeStats):
 
 class ApplyRun:
     """One streaming apply. Iterate for file text pieces; `.text`, `.tokens` and `.stats` are complete
-    afterwards. Abandoning the iteration early (a cancelled client) stops decoding within one block."""
+    afterwards. `cancel()` (from any thread) stops decoding after the current verify pass; `close()`
+    releases the model and its KV cache at once, also when the iteration was abandoned half-way."""
 
     def __init__(self, blocks: Iterator[list[int]], detok: IncrementalDetokenizer, extractor: OutputExtractor,
                  stats: ApplyStats, start: float):
@@ -89,19 +90,27 @@ class ApplyRun:
         self.stats = stats
         self.text = ""
         self.tokens: list[int] = []
+        self.cancelled = False
         self._start = start
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def close(self) -> None:
+        self._blocks.close()
 
     def _pieces(self) -> Iterator[str]:
         try:
             for block in self._blocks:
                 self.tokens.extend(block)
                 yield self._extractor.push(self._detok.push(block))
-                if self._extractor.done:
+                if self._extractor.done or self.cancelled:
                     break
-            yield self._extractor.push(self._detok.flush())
-            yield self._extractor.finish()
+            if not self.cancelled:
+                yield self._extractor.push(self._detok.flush())
+                yield self._extractor.finish()
         finally:
-            self._blocks.close()  # releases the model (and its KV cache) even when abandoned early
+            self.close()
 
     def __iter__(self) -> Iterator[str]:
         for piece in self._pieces():

@@ -9,6 +9,9 @@ one-token decoding round differently), or a real divergence?
 from __future__ import annotations
 
 import json
+import statistics
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +36,7 @@ class Record:
     identical_to_plain: bool | None = None
     stats: dict = field(default_factory=dict)
     divergence: dict | None = None
+    error: str | None = None  # load runs: the status a request ended with, if not OK
     tokens: list = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict:
@@ -130,3 +134,60 @@ def summary(records: list[Record], methods: list[str]) -> str:
 
 def write_json(records: list[Record], path: str | Path) -> None:
     Path(path).write_text(json.dumps([r.to_json() for r in records], indent=1) + "\n")
+
+
+def run_load(address: str, cases: list[EditCase], options: ApplyOptions, concurrency: int, repeat: int = 1,
+             wait_s: float = 300.0) -> tuple[list[Record], float]:
+    """Send every case `repeat` times over `concurrency` parallel streams; client-side times per request."""
+    from .service.client import RemoteError, RemoteRun, connect
+
+    channel = connect(address, wait_s=wait_s)
+    work = [case for _ in range(repeat) for case in cases]
+    records: list[Record] = []
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                if not work:
+                    return
+                case = work.pop(0)
+            run = RemoteRun(channel, request_for(case), options)
+            try:
+                text, error = run.result(), None
+            except RemoteError as exc:
+                text, error = run.text, str(exc)
+            s = run.stats
+            rec = Record(case.name, options.method, s.total_s, s.ttft_s, s.target_passes, s.new_tokens, text,
+                         text == case.expected, stats=s.to_dict(), error=error)
+            with lock:
+                records.append(rec)
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return records, time.perf_counter() - start
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if len(values) < 2:
+        return values[0] if values else 0.0
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def load_summary(records: list[Record], wall: float, concurrency: int) -> str:
+    ok = [r for r in records if not r.error]
+    errors = len(records) - len(ok)
+    ttft = [r.ttft_s for r in ok]
+    total = [r.wall_s for r in ok]
+    tokens = sum(r.new_tokens for r in ok)
+    lines = [f"{len(records)} requests, concurrency {concurrency}, {wall:.1f}s: {len(ok) / wall:.3f} req/s, "
+             f"{tokens / wall:.1f} tokens/s, errors {errors}"]
+    if ok:
+        lines.append(f"ttft  p50 {_percentile(ttft, 50):6.2f}s  p99 {_percentile(ttft, 99):6.2f}s")
+        lines.append(f"total p50 {_percentile(total, 50):6.2f}s  p99 {_percentile(total, 99):6.2f}s")
+    lines += [f"error: {r.case}: {r.error}" for r in records if r.error]
+    return "\n".join(lines)

@@ -60,20 +60,19 @@ def _read_text(path: str, what: str) -> str:
 
 
 class Progress:
-    """A one-line progress bar on stderr (only when stderr is a terminal): tokens, %, tok/s."""
+    """A one-line progress bar on stderr (only when stderr is a terminal): share of the file, tokens, tok/s."""
 
-    def __init__(self, expected_tokens: int):
-        self.expected = max(expected_tokens, 1)
+    def __init__(self, expected_chars: int):
+        self.expected = max(expected_chars, 1)
         self.live = sys.stderr.isatty()
         self.start = time.perf_counter()
 
-    def update(self, tokens: int) -> None:
+    def update(self, chars: int, tokens: int) -> None:
         if not self.live:
             return
         elapsed = max(time.perf_counter() - self.start, 1e-9)
-        frac = min(tokens / self.expected, 1.0)
-        bar = "#" * int(frac * 30)
-        sys.stderr.write(f"\r[{bar:30}] {frac:4.0%} {tokens} tokens {tokens / elapsed:6.1f} tok/s")
+        frac = min(chars / self.expected, 1.0)
+        sys.stderr.write(f"\r[{'#' * int(frac * 30):30}] {frac:4.0%} {tokens} tokens {tokens / elapsed:6.1f} tok/s")
         sys.stderr.flush()
 
     def close(self) -> None:
@@ -81,8 +80,18 @@ class Progress:
             sys.stderr.write("\n")
 
 
+def _start_run(args, request: ApplyRequest):
+    """A streaming run, local (model loaded here) or on a server (--server): same interface."""
+    if args.server:
+        from .service.client import RemoteRun, connect
+
+        return RemoteRun(connect(args.server, args.wait), request, _options(args), timeout=args.timeout)
+    return _load_applier(args).stream(request, _options(args))
+
+
 def cmd_apply(args) -> int:
-    from .files import fingerprint, write_atomic
+    from .files import FileChangedError, fingerprint, write_atomic
+    from .service.client import RemoteError
 
     path = Path(args.file)
     original = _read_text(args.file, "file")
@@ -91,18 +100,21 @@ def cmd_apply(args) -> int:
         raise CliError("--in-place needs a file path, not stdin")
     before = fingerprint(path) if args.in_place else None
     request = ApplyRequest(original, update, args.instruction or "", args.language or "", str(path))
-    applier = _load_applier(args)
-    run = applier.stream(request, _options(args))
     streaming = not (args.in_place or args.json or args.diff)
-    progress = Progress(len(applier.tokenizer.encode(original))) if args.in_place else None
-    for piece in run:
-        if streaming:
-            sys.stdout.write(piece)
-            sys.stdout.flush()
-        elif progress:
-            progress.update(run.stats.new_tokens)
-    if progress:
-        progress.close()
+    progress = Progress(len(original)) if args.in_place else None
+    try:
+        run = _start_run(args, request)
+        for piece in run:
+            if streaming:
+                sys.stdout.write(piece)
+                sys.stdout.flush()
+            elif progress:
+                progress.update(len(run.text), run.stats.new_tokens)
+    except RemoteError as exc:
+        raise CliError(f"server {args.server}: {exc}" + ("; the file is unchanged" if args.in_place else ""))
+    finally:
+        if progress:
+            progress.close()
     stats = run.stats
     if args.json:
         print(json.dumps({"output": run.text, "stats": stats.to_dict()}, indent=1))
@@ -115,6 +127,8 @@ def cmd_apply(args) -> int:
         else:
             try:
                 write_atomic(path, run.text, expect=before)
+            except FileChangedError as exc:
+                raise CliError(str(exc))
             except OSError as exc:
                 raise CliError(f"could not write {path}: {exc.strerror or exc}; the file is unchanged")
             _log(f"wrote {path}")
@@ -133,6 +147,8 @@ def cmd_bench(args) -> int:
     if unknown:
         raise CliError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
     cases = load_cases(args.cases_dir, args.cases.split(",") if args.cases else None)
+    if args.server:
+        return _load_run(args, cases, methods)
     applier = _load_applier(args)
     _log(f"{len(cases)} cases x {len(methods)} methods, k={args.k}, prompt={args.prompt_format}")
     print(HEADER, flush=True)
@@ -144,6 +160,37 @@ def cmd_bench(args) -> int:
     if args.json:
         write_json(records, args.json)
         _log(f"wrote {args.json}")
+    return 0
+
+
+def _load_run(args, cases, methods) -> int:
+    from .bench import load_summary, run_load, write_json
+
+    if len(methods) != 1:
+        raise CliError("a load run (--server) takes exactly one method")
+    _log(f"load run: {len(cases)} cases x {args.repeat} against {args.server}, concurrency {args.concurrency}")
+    records, wall = run_load(args.server, cases, _options(args, methods[0]), args.concurrency, args.repeat)
+    print(load_summary(records, wall, args.concurrency))
+    if args.json:
+        write_json(records, args.json)
+    return 1 if any(r.error for r in records) else 0
+
+
+def cmd_serve(args) -> int:
+    from .service.server import ApplyServer
+
+    _quiet_transformers()
+    server = ApplyServer(args.model, host=args.host, port=args.port, dtype=args.dtype, max_queue=args.max_queue,
+                         k=args.k, metrics_port=args.metrics_port or None, log=_log)
+    port = server.start()
+    server.stop_on_signals()
+    _log(f"apply-edit serving on {args.host}:{port} (health NOT_SERVING until the model is loaded)")
+    if args.metrics_port:
+        _log(f"metrics on http://{args.host}:{args.metrics_port}/metrics")
+    server.load_model()
+    _log(f"model {args.model} loaded; SERVING")
+    server.wait()
+    _log("stopped")
     return 0
 
 
@@ -189,14 +236,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--diff", action="store_true", help="print a unified diff instead of the whole file")
     p.add_argument("--json", action="store_true", help="print the output and stats as JSON")
+    p.add_argument("--server", metavar="HOST:PORT", help="apply through a running `apply-edit serve`")
+    p.add_argument("--wait", type=float, default=0.0, metavar="S",
+                   help="with --server: wait up to S seconds for the server to be SERVING")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="with --server: deadline of the request")
     _add_model_args(p)
     p.set_defaults(func=cmd_apply)
+
+    p = sub.add_parser("serve", help="serve the ApplyEdit gRPC API (health, reflection, metrics)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=50051)
+    p.add_argument("--max-queue", type=int, default=8, help="requests that may wait for the model; more are refused")
+    p.add_argument("--metrics-port", type=int, default=0, help="serve Prometheus metrics on this port (0: off)")
+    _add_model_args(p)
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("bench", help="run methods side by side over a directory of cases")
     p.add_argument("cases_dir")
     p.add_argument("--methods", default="plain,prompt-lookup,spec")
     p.add_argument("--cases", help="comma-separated case names (default: all)")
     p.add_argument("--json", metavar="OUT", help="write the records as JSON")
+    p.add_argument("--server", metavar="HOST:PORT", help="load run against a running server instead")
+    p.add_argument("--concurrency", type=int, default=4, help="with --server: parallel streams")
+    p.add_argument("--repeat", type=int, default=1, help="with --server: times each case is sent")
     _add_model_args(p)
     p.set_defaults(func=cmd_bench)
 

@@ -1,0 +1,100 @@
+"""Client side of the service: the same streaming run as a local apply, served by `apply-edit serve`."""
+
+from __future__ import annotations
+
+import time
+from typing import Iterator
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from ..apply import ApplyOptions, ApplyRequest, ApplyStats
+from ..v1 import apply_edit_pb2 as pb
+from ..v1 import apply_edit_pb2_grpc as pb_grpc
+
+MiB = 1 << 20
+
+
+class RemoteError(RuntimeError):
+    """The server refused or broke off the request; the message names the status and the reason."""
+
+
+def request_message(request: ApplyRequest, options: ApplyOptions) -> pb.ApplyRequest:
+    opts = pb.ApplyOptions(method=options.method, max_new_tokens=options.max_new_tokens or 0, k_max=options.k)
+    if options.temperature:
+        opts.temperature = options.temperature
+    if options.top_p < 1.0:
+        opts.top_p = options.top_p
+    if options.seed is not None:
+        opts.seed = options.seed
+    return pb.ApplyRequest(original=request.original, update=request.update, instruction=request.instruction,
+                           language=request.language, path=request.path, options=opts)
+
+
+def connect(address: str, wait_s: float = 0.0) -> grpc.Channel:
+    """A channel to `address`; with wait_s, block until the server's health says SERVING."""
+    channel = grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 64 * MiB),
+                                                      ("grpc.max_send_message_length", 64 * MiB)])
+    if wait_s > 0:
+        deadline = time.monotonic() + wait_s
+        health = health_pb2_grpc.HealthStub(channel)
+        while True:
+            try:
+                status = health.Check(health_pb2.HealthCheckRequest(service=""), timeout=5).status
+                if status == health_pb2.HealthCheckResponse.SERVING:
+                    break
+            except grpc.RpcError:
+                pass
+            if time.monotonic() > deadline:
+                raise RemoteError(f"server {address} was not serving within {wait_s:.0f}s")
+            time.sleep(0.5)
+    return channel
+
+
+class RemoteRun:
+    """Like `ApplyRun`, over gRPC: iterate for text pieces; `.text` and `.stats` are complete afterwards.
+
+    The run only counts as complete when the final response (with stats) arrived: a stream that breaks
+    off earlier raises RemoteError, so no caller ever takes a partial file for a whole one.
+    """
+
+    def __init__(self, channel: grpc.Channel, request: ApplyRequest, options: ApplyOptions,
+                 timeout: float | None = None):
+        self._call = pb_grpc.ApplyEditStub(channel).Apply(request_message(request, options), timeout=timeout)
+        self.text = ""
+        self.stats = ApplyStats(method=options.method)
+        self._start = time.perf_counter()
+
+    def __iter__(self) -> Iterator[str]:
+        complete = False
+        try:
+            for response in self._call:
+                self.stats.new_tokens = response.tokens
+                if response.text:
+                    if not self.text:
+                        self.stats.ttft_s = time.perf_counter() - self._start
+                    self.text += response.text
+                    yield response.text
+                if response.HasField("stats"):
+                    self._take(response.stats)
+                    complete = True
+        except grpc.RpcError as exc:
+            raise RemoteError(f"{exc.code().name}: {exc.details()}") from None
+        if not complete:
+            raise RemoteError("the server ended the stream before the file was complete")
+        self.stats.total_s = time.perf_counter() - self._start
+
+    def _take(self, s: pb.Stats) -> None:
+        """The server's counts; times stay the client's own (they include the network and the queue)."""
+        st = self.stats
+        st.target_passes, st.new_tokens = s.target_passes, s.new_tokens
+        st.drafted_tokens, st.accepted_tokens = s.drafted_tokens, s.accepted_tokens
+        st.prompt_tokens, st.method = s.prompt_tokens, s.method
+
+    def cancel(self) -> None:
+        self._call.cancel()
+
+    def result(self) -> str:
+        for _ in self:
+            pass
+        return self.text

@@ -1,0 +1,35 @@
+"""Prometheus metrics of the service, on a registry of their own (one per server)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120)
+
+
+def size_class(original: str) -> str:
+    """Coarse request size for labels: small < 4 KB <= medium < 32 KB <= large."""
+    n = len(original.encode("utf-8", "surrogatepass"))
+    return "small" if n < 4096 else "medium" if n < 32768 else "large"
+
+
+class Metrics:
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        labels = ("language", "size")
+        self.requests = Counter("apply_edit_requests", "Apply requests by final gRPC status", ("status",) + labels,
+                                registry=self.registry)
+        self.ttft = Histogram("apply_edit_ttft_seconds", "Request start to first text", labels, buckets=SECONDS,
+                              registry=self.registry)
+        self.ttlt = Histogram("apply_edit_ttlt_seconds", "Request start to last text", labels, buckets=SECONDS,
+                              registry=self.registry)
+        self.tokens_per_pass = Histogram("apply_edit_tokens_per_target_pass", "New tokens per target forward pass",
+                                         labels, buckets=(1, 2, 4, 8, 12, 16, 24, 32, 48, 64), registry=self.registry)
+        self.acceptance = Histogram("apply_edit_acceptance_rate", "Share of drafted tokens the target accepted",
+                                    labels, buckets=(0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0),
+                                    registry=self.registry)
+        self.queue_depth = Gauge("apply_edit_queue_depth", "Requests admitted and waiting for the model",
+                                 registry=self.registry)
+
+    def serve(self, host: str, port: int) -> None:
+        start_http_server(port, addr=host, registry=self.registry)

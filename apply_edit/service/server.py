@@ -1,0 +1,84 @@
+"""The gRPC server's lifecycle: bind, serve health and reflection, load the model, drain on shutdown.
+
+Health (`grpc.health.v1.Health`, for "" and for the ApplyEdit service) is NOT_SERVING until the model is
+loaded, SERVING after, and NOT_SERVING again once a graceful shutdown starts (in-flight requests finish,
+new ones are refused).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from concurrent import futures
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from ..apply import Applier, ApplyOptions
+from ..models.transformers_target import TransformersTarget, set_threads
+from .metrics import Metrics
+from .servicer import SERVICE, ApplyEditServicer
+
+MiB = 1 << 20
+
+
+class ApplyServer:
+    def __init__(self, model: str, host: str = "127.0.0.1", port: int = 50051, dtype: str | None = None,
+                 max_queue: int = 8, k: int = ApplyOptions.k, metrics_port: int | None = None,
+                 max_request_bytes: int = 4 * MiB, grace_s: float = 30.0, log=print):
+        self.model_name, self.host, self.port, self.dtype = model, host, port, dtype
+        self.metrics_port, self.grace_s, self.log = metrics_port, grace_s, log
+        self.metrics = Metrics()
+        self.servicer = ApplyEditServicer(model, self.metrics, max_queue=max_queue, default_k=k,
+                                          max_request_bytes=max_request_bytes)
+        self.health = health.HealthServicer()
+        # Threads: the running request, the queue, and a few spare so that refusals are answered at once.
+        limit = 2 * max_request_bytes + MiB  # above our own limit, so that we answer with a clear message
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_queue + 5),
+                                  options=[("grpc.max_receive_message_length", limit),
+                                           ("grpc.max_send_message_length", limit)])
+        self.server.add_generic_rpc_handlers((self.servicer.handler(),))
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        names = (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
+        reflection.enable_server_reflection(names, self.server)
+        self._stopped = threading.Event()
+
+    def _set_health(self, status) -> None:
+        for name in ("", SERVICE):
+            self.health.set(name, status)
+
+    def start(self) -> int:
+        """Bind and start answering (health says NOT_SERVING until `load_model`); returns the port."""
+        self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.port = self.server.add_insecure_port(f"{self.host}:{self.port}")
+        if not self.port:
+            raise OSError(f"could not bind {self.host}:{self.port}")
+        self.server.start()
+        if self.metrics_port is not None:
+            self.metrics.serve(self.host, self.metrics_port)
+        return self.port
+
+    def load_model(self, target: TransformersTarget | None = None) -> None:
+        if target is None:
+            set_threads()
+            target = TransformersTarget.load(self.model_name, dtype=self.dtype, log=self.log)
+        self.servicer.applier = Applier(target)
+        self._set_health(health_pb2.HealthCheckResponse.SERVING)
+
+    def stop(self, grace: float | None = None) -> None:
+        """Graceful: NOT_SERVING at once, refuse new requests, let in-flight ones finish (up to grace)."""
+        self.health.enter_graceful_shutdown()
+        self.server.stop(self.grace_s if grace is None else grace).wait()
+        self._stopped.set()
+
+    def wait(self) -> None:
+        self._stopped.wait()
+
+    def stop_on_signals(self) -> None:
+        def handle(signum, frame):
+            self.log(f"signal {signum}: draining in-flight requests, refusing new ones")
+            threading.Thread(target=self.stop, daemon=True).start()
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)

@@ -1,0 +1,193 @@
+"""The ApplyEdit servicer: validate a request, wait for the model in a bounded queue, stream the file."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from ..apply import METHODS, Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyStats
+from ..prompting import language_of
+from ..v1 import apply_edit_pb2 as pb
+from .metrics import Metrics, size_class
+
+SERVICE = "apply_edit.v1.ApplyEdit"
+
+
+class BadMessage:
+    """Stands in for a request that could not be parsed (e.g. string fields that are not UTF-8)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def parse_request(data: bytes):
+    try:
+        return pb.ApplyRequest.FromString(data)
+    except DecodeError as exc:
+        return BadMessage(str(exc))
+
+
+class Invalid(Exception):
+    """A request the service refuses with INVALID_ARGUMENT; the message says what to fix."""
+
+
+def to_apply(msg: pb.ApplyRequest, model_name: str, max_request_bytes: int, default_k: int):
+    """Proto request → (ApplyRequest, ApplyOptions), or Invalid with a message that says what to fix."""
+    size = sum(len(s.encode("utf-8", "surrogatepass")) for s in (msg.original, msg.update, msg.instruction))
+    if size > max_request_bytes:
+        raise Invalid(f"request is {size} bytes; this server accepts at most {max_request_bytes} bytes of "
+                      f"original + update + instruction")
+    if not msg.original.strip() and not msg.update.strip():
+        raise Invalid("original and update are both empty; send the file and the edit snippet")
+    if not msg.update.strip() and not msg.instruction.strip():
+        raise Invalid("update is empty; send the edit snippet (or at least an instruction)")
+    o = msg.options
+    if o.model and o.model != model_name:
+        raise Invalid(f"unknown model {o.model!r}: this server serves {model_name!r} (or leave options.model empty)")
+    method = o.method or "spec"
+    if method not in METHODS:
+        raise Invalid(f"unknown method {o.method!r}; use one of {', '.join(METHODS)}")
+    options = ApplyOptions(
+        method=method,
+        k=o.k_max if o.HasField("k_max") else default_k,
+        max_new_tokens=o.max_new_tokens or None,
+        temperature=o.temperature if o.HasField("temperature") else 0.0,
+        top_p=o.top_p if o.HasField("top_p") else 1.0,
+        seed=o.seed if o.HasField("seed") else None,
+    )
+    try:
+        options.validate()
+    except ApplyError as exc:
+        raise Invalid(str(exc))
+    request = ApplyRequest(msg.original, msg.update, msg.instruction, msg.language, msg.path)
+    return request, options
+
+
+def stats_message(stats: ApplyStats, model_name: str) -> pb.Stats:
+    return pb.Stats(target_passes=stats.target_passes, new_tokens=stats.new_tokens,
+                    drafted_tokens=stats.drafted_tokens, accepted_tokens=stats.accepted_tokens,
+                    tokens_per_pass=stats.tokens_per_pass, ttft_s=stats.ttft_s, total_s=stats.total_s,
+                    prompt_tokens=stats.prompt_tokens, method=stats.method, model=model_name)
+
+
+class ApplyEditServicer:
+    """One model, used by one request at a time; up to `max_queue` more wait, the rest are turned away."""
+
+    def __init__(self, model_name: str, metrics: Metrics, max_queue: int = 8, default_k: int = ApplyOptions.k,
+                 max_request_bytes: int = 4 << 20):
+        self.model_name = model_name
+        self.metrics = metrics
+        self.max_queue = max_queue
+        self.default_k = default_k
+        self.max_request_bytes = max_request_bytes
+        self.applier: Applier | None = None  # set once the model is loaded
+        self._model = threading.Lock()
+        self._admit = threading.Lock()
+        self._in_flight = 0  # running + waiting
+        self._mean_s = 5.0  # running mean request time, for the retry hint
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        method = grpc.unary_stream_rpc_method_handler(
+            self.Apply, request_deserializer=parse_request, response_serializer=pb.ApplyResponse.SerializeToString)
+        return grpc.method_handlers_generic_handler(SERVICE, {"Apply": method})
+
+    def Apply(self, msg, context: grpc.ServicerContext):
+        if isinstance(msg, BadMessage):
+            self.metrics.requests.labels("INVALID_ARGUMENT", "", "").inc()
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"request is not a valid ApplyRequest (string fields must be UTF-8): {msg.reason}")
+        labels = (msg.language or language_of(msg.path) or "unknown", size_class(msg.original))
+        status = "OK"
+        try:
+            yield from self._apply(msg, context, labels)
+        except Invalid as exc:
+            status = "INVALID_ARGUMENT"
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except _Refused as exc:
+            status = exc.code.name
+            context.set_trailing_metadata(exc.metadata)
+            context.abort(exc.code, exc.message)
+        except _ClientGone:
+            status = "CANCELLED"
+        except Exception as exc:  # never let one request take the server down
+            status = "INTERNAL"
+            context.abort(grpc.StatusCode.INTERNAL, f"apply failed: {type(exc).__name__}: {exc}")
+        finally:
+            if status == "OK" and not context.is_active():
+                status = "CANCELLED"
+            self.metrics.requests.labels(status, *labels).inc()
+
+    def _apply(self, msg, context, labels):
+        applier = self.applier
+        if applier is None:
+            raise _Refused(grpc.StatusCode.UNAVAILABLE, "the model is still loading; retry shortly")
+        request, options = to_apply(msg, self.model_name, self.max_request_bytes, self.default_k)
+        with self._admission():
+            self._wait_for_model(context)
+            try:
+                try:
+                    run = applier.stream(request, options)
+                except ApplyError as exc:
+                    raise Invalid(str(exc))
+                context.add_callback(run.cancel)  # client cancel / deadline: stop after the current verify pass
+                try:
+                    for piece in run:
+                        yield pb.ApplyResponse(text=piece, tokens=run.stats.new_tokens)
+                    if not run.cancelled:
+                        stats = run.stats
+                        yield pb.ApplyResponse(tokens=stats.new_tokens, stats=stats_message(stats, self.model_name))
+                        self._observe(stats, labels)
+                finally:
+                    run.close()  # frees the request's KV cache, also when the client went away
+            finally:
+                self._model.release()
+
+    def _observe(self, stats: ApplyStats, labels) -> None:
+        m = self.metrics
+        m.ttft.labels(*labels).observe(stats.ttft_s)
+        m.ttlt.labels(*labels).observe(stats.total_s)
+        m.tokens_per_pass.labels(*labels).observe(stats.tokens_per_pass)
+        if stats.drafted_tokens:
+            m.acceptance.labels(*labels).observe(stats.acceptance_rate)
+        self._mean_s = 0.8 * self._mean_s + 0.2 * stats.total_s
+
+    def _wait_for_model(self, context) -> None:
+        self.metrics.queue_depth.inc()
+        try:
+            while not self._model.acquire(timeout=0.05):
+                if not context.is_active():
+                    raise _ClientGone()
+        finally:
+            self.metrics.queue_depth.dec()
+
+    def _admission(self):
+        servicer = self
+
+        class Slot:
+            def __enter__(self):
+                with servicer._admit:
+                    if servicer._in_flight >= 1 + servicer.max_queue:
+                        wait_ms = int(servicer._mean_s * servicer._in_flight * 1000)
+                        raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                       f"server busy: {servicer._in_flight} requests running or queued; "
+                                       f"retry in about {wait_ms / 1000:.0f}s",
+                                       (("retry-after-ms", str(wait_ms)),))
+                    servicer._in_flight += 1
+
+            def __exit__(self, *exc):
+                with servicer._admit:
+                    servicer._in_flight -= 1
+
+        return Slot()
+
+
+class _Refused(Exception):
+    def __init__(self, code: grpc.StatusCode, message: str, metadata=()):
+        self.code, self.message, self.metadata = code, message, metadata
+
+
+class _ClientGone(Exception):
+    """The client went away while the request was waiting; nothing to answer."""

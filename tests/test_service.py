@@ -1,0 +1,290 @@
+"""The gRPC service on the real small model (smollm2-135m), in-process on loopback."""
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from apply_edit.apply import Applier, ApplyOptions
+from apply_edit.bench import request_for
+from apply_edit.cases import load_case
+from apply_edit.models.transformers_target import TransformersTarget
+from apply_edit.service.client import RemoteError, RemoteRun, connect, request_message
+from apply_edit.service.server import ApplyServer
+from apply_edit.v1 import apply_edit_pb2 as pb
+from apply_edit.v1 import apply_edit_pb2_grpc as pb_grpc
+from conftest import FIXTURES
+
+pytestmark = pytest.mark.model
+ROOT = Path(__file__).parent.parent
+CASE = load_case(FIXTURES / "py_add_method")
+SHORT = ApplyOptions(max_new_tokens=60)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def target():
+    return TransformersTarget.load("smollm2-135m")
+
+
+def make_server(target, **kw):
+    server = ApplyServer("smollm2-135m", port=0, log=lambda *_: None, **kw)
+    server.start()
+    server.load_model(target)
+    return server
+
+
+@pytest.fixture(scope="module")
+def server(target):
+    metrics_port = free_port()
+    server = make_server(target, metrics_port=metrics_port, max_request_bytes=200_000)
+    server.metrics_port = metrics_port
+    yield server
+    server.stop(0)
+
+
+@pytest.fixture
+def channel(server):
+    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+        yield ch
+
+
+def apply_call(channel, request, options=SHORT, timeout=None):
+    return pb_grpc.ApplyEditStub(channel).Apply(request_message(request, options), timeout=timeout)
+
+
+def test_health_goes_not_serving_serving_not_serving(target):
+    server = ApplyServer("smollm2-135m", port=0, log=lambda *_: None)
+    port = server.start()
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        check = lambda: health.Check(health_pb2.HealthCheckRequest(service="apply_edit.v1.ApplyEdit")).status
+        assert check() == health_pb2.HealthCheckResponse.NOT_SERVING
+        with pytest.raises(grpc.RpcError) as err:  # requests before the model is ready: UNAVAILABLE
+            list(apply_call(ch, request_for(CASE)))
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        server.load_model(target)
+        assert check() == health_pb2.HealthCheckResponse.SERVING
+        server.health.enter_graceful_shutdown()
+        assert check() == health_pb2.HealthCheckResponse.NOT_SERVING
+    server.stop(0)
+
+
+def test_reflection_lists_the_services(channel):
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    responses = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
+    names = {s.name for r in responses for s in r.list_services_response.service}
+    assert {"apply_edit.v1.ApplyEdit", "grpc.health.v1.Health"} <= names
+
+
+def test_stream_concatenates_to_the_local_result_and_ends_with_stats(channel, target):
+    local = Applier(target).stream(request_for(CASE), SHORT).result()
+    responses = list(apply_call(channel, request_for(CASE)))
+    assert len(responses) > 2
+    assert "".join(r.text for r in responses) == local
+    assert [r.HasField("stats") for r in responses] == [False] * (len(responses) - 1) + [True]
+    tokens = [r.tokens for r in responses]
+    assert tokens == sorted(tokens)  # progress only grows
+    stats = responses[-1].stats
+    assert stats.new_tokens == 60 and stats.target_passes >= 1 and stats.model == "smollm2-135m"
+
+
+def wait_until(cond, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_cancel_stops_decoding_and_frees_the_cache(channel, server, target):
+    call = apply_call(channel, request_for(CASE), ApplyOptions(method="plain", max_new_tokens=2000))
+    next(call)
+    call.cancel()
+    assert wait_until(lambda: target._cache is None and not server.servicer._model.locked())
+    after = list(apply_call(channel, request_for(CASE)))  # the server goes on serving
+    assert after[-1].HasField("stats")
+
+
+def test_deadline_stops_decoding(channel, server, target):
+    with pytest.raises(grpc.RpcError) as err:
+        list(apply_call(channel, request_for(CASE), ApplyOptions(method="plain", max_new_tokens=2000), timeout=1.5))
+    assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert wait_until(lambda: target._cache is None and not server.servicer._model.locked())
+
+
+def drain_quietly(call):
+    try:
+        for _ in call:
+            pass
+    except grpc.RpcError:
+        pass
+
+
+def test_queue_full_is_refused_with_a_retry_hint(target):
+    server = make_server(target, max_queue=1)
+    busy = ApplyOptions(method="plain", max_new_tokens=2000)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+            running = apply_call(ch, request_for(CASE), busy)
+            next(running)  # holds the model
+            queued = apply_call(ch, request_for(CASE), busy)
+            threading.Thread(target=drain_quietly, args=(queued,), daemon=True).start()
+            assert wait_until(lambda: server.servicer._in_flight == 2)
+            with pytest.raises(grpc.RpcError) as err:
+                list(apply_call(ch, request_for(CASE)))
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert int(dict(err.value.trailing_metadata())["retry-after-ms"]) > 0
+            running.cancel()
+            queued.cancel()
+    finally:
+        server.stop(0)
+
+
+@pytest.mark.parametrize("fields, options, message", [
+    (dict(original="", update=""), {}, "both empty"),
+    (dict(original="x = 1\n", update=""), {}, "update is empty"),
+    (dict(original="x = 1\n", update="x = 2\n"), dict(model="gpt-17"), "unknown model"),
+    (dict(original="x = 1\n", update="x = 2\n"), dict(method="beam"), "unknown method"),
+    (dict(original="x = 1\n", update="x = 2\n"), dict(temperature=-1.0), "temperature"),
+    (dict(original="x = 1\n", update="x = 2\n"), dict(k_max=10_000), "k must be"),
+    (dict(original="x = 1\n", update="x = 2\n"), dict(max_new_tokens=10_000_000), "too long"),
+    (dict(original="x" * 300_000, update="x"), {}, "at most 200000 bytes"),
+])
+def test_bad_input_is_invalid_argument_with_a_message(channel, fields, options, message):
+    request = pb.ApplyRequest(**fields, options=pb.ApplyOptions(**options))
+    with pytest.raises(grpc.RpcError) as err:
+        list(pb_grpc.ApplyEditStub(channel).Apply(request))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert message in err.value.details()
+
+
+def test_non_utf8_request_is_invalid_argument(channel):
+    # protobuf clients refuse to send invalid UTF-8 in a string field; send the raw bytes ourselves.
+    raw = b"\x0a\x03\xff\xfe\xfd\x12\x01x"  # field 1 (original) = 3 invalid bytes, field 2 = "x"
+    call = channel.unary_stream("/apply_edit.v1.ApplyEdit/Apply", request_serializer=lambda b: b,
+                                response_deserializer=pb.ApplyResponse.FromString)
+    with pytest.raises(grpc.RpcError) as err:
+        list(call(raw))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "UTF-8" in err.value.details()
+
+
+def test_metrics_endpoint(channel, server):
+    list(apply_call(channel, request_for(CASE)))
+    text = urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).read().decode()
+    assert 'apply_edit_requests_total{language="python",size="small",status="OK"}' in text
+    for name in ("apply_edit_ttft_seconds", "apply_edit_ttlt_seconds", "apply_edit_tokens_per_target_pass",
+                 "apply_edit_acceptance_rate", "apply_edit_queue_depth"):
+        assert name in text
+
+
+def test_remote_run_matches_local_and_refuses_partial_streams(server, target):
+    channel = connect(f"127.0.0.1:{server.port}", wait_s=30)
+    run = RemoteRun(channel, request_for(CASE), SHORT)
+    assert run.result() == Applier(target).stream(request_for(CASE), SHORT).result()
+    assert run.stats.target_passes > 0
+    cut = RemoteRun(channel, request_for(CASE), ApplyOptions(method="plain", max_new_tokens=2000), timeout=1.0)
+    with pytest.raises(RemoteError, match="DEADLINE_EXCEEDED"):
+        cut.result()
+
+
+def test_cli_apply_through_the_server_in_place(server, tmp_path):
+    f = tmp_path / "cache.py"
+    f.write_text(CASE.original)
+    exe = Path(sys.executable).parent / "apply-edit"
+    args = [str(exe), "apply", str(f), "--update", str(CASE.path.parent / "update.py"), "-i", "--max-new-tokens", "60"]
+    remote = subprocess.run(args + ["--server", f"127.0.0.1:{server.port}"], capture_output=True, text=True, timeout=300)
+    assert remote.returncode == 0, remote.stderr
+    remote_text = f.read_text()
+    f.write_text(CASE.original)
+    local = subprocess.run(args + ["--model", "smollm2-135m"], capture_output=True, text=True, timeout=300)
+    assert local.returncode == 0, local.stderr
+    assert f.read_text() == remote_text and remote.stdout == local.stdout  # same file, same diff
+    assert [p.name for p in tmp_path.iterdir()] == ["cache.py"]
+
+
+def test_cli_apply_to_a_dead_server_leaves_the_file(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text(CASE.original)
+    exe = Path(sys.executable).parent / "apply-edit"
+    done = subprocess.run([str(exe), "apply", str(f), "--update", str(CASE.path.parent / "update.py"), "-i",
+                           "--server", f"127.0.0.1:{free_port()}", "--timeout", "5"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip().count("\n") == 0 and "UNAVAILABLE" in done.stderr and "unchanged" in done.stderr
+    assert f.read_text() == CASE.original
+
+
+@pytest.fixture
+def small_edit(tmp_path):
+    """A short file and snippet, so that clients without a token limit finish quickly."""
+    original, update = tmp_path / "greet.py", tmp_path / "update.py"
+    original.write_text('def greet(name):\n    return "Hello, " + name\n\n\nprint(greet("world"))\n')
+    update.write_text('def greet(name):\n    return f"Hello, {name}!"\n\n# ... existing code ...\n')
+    return str(original), str(update)
+
+
+def test_python_example_client(server, small_edit):
+    done = subprocess.run([sys.executable, str(ROOT / "proto/examples/client.py"), f"127.0.0.1:{server.port}",
+                           *small_edit],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "passes" in done.stderr and done.stdout.strip()
+
+
+NODE_DIR = ROOT / "tests" / "node"
+
+
+@pytest.fixture(scope="module")
+def node_modules():
+    if not shutil.which("node") or not shutil.which("npm"):
+        pytest.fail("node and npm are needed for the interop test (the CI machine has them)")
+    if not (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").exists():
+        subprocess.run(["npm", "ci", "--silent", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600)
+    return NODE_DIR
+
+
+def test_node_client_streams_the_same_text(server, node_modules, small_edit):
+    """What a VS Code extension does: @grpc/grpc-js + @grpc/proto-loader, loading only the .proto."""
+    env = dict(os.environ, NODE_MODULES_FROM=str(node_modules / "package.json"))
+    done = subprocess.run(["node", str(ROOT / "proto/examples/client.mjs"), f"127.0.0.1:{server.port}", *small_edit],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    cli = subprocess.run([str(Path(sys.executable).parent / "apply-edit"), "apply", small_edit[0], "--update",
+                          small_edit[1], "--server", f"127.0.0.1:{server.port}"],
+                         capture_output=True, text=True, timeout=300)
+    assert cli.returncode == 0, cli.stderr
+    assert done.stdout == cli.stdout and done.stdout.strip()
+    assert "passes" in done.stderr
+
+
+def test_generated_modules_match_the_proto(tmp_path):
+    """The installed *_pb2 modules are what protoc makes of the .proto now (none is hand-written or stale)."""
+    sys.path.insert(0, str(ROOT / "proto"))
+    try:
+        import build_backend
+    finally:
+        sys.path.pop(0)
+    build_backend.generate(tmp_path)
+    for name in ("apply_edit_pb2.py", "apply_edit_pb2_grpc.py", "apply_edit_pb2.pyi"):
+        fresh = (tmp_path / "apply_edit/v1" / name).read_text()
+        installed = (ROOT / "apply_edit/v1" / name).read_text()
+        assert fresh == installed, f"{name} is out of date: reinstall (pip install -e .)"
