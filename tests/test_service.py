@@ -288,3 +288,25 @@ def test_generated_modules_match_the_proto(tmp_path):
         fresh = (tmp_path / "apply_edit/v1" / name).read_text()
         installed = (ROOT / "apply_edit/v1" / name).read_text()
         assert fresh == installed, f"{name} is out of date: reinstall (pip install -e .)"
+
+
+def test_sigterm_drains_in_flight_requests_and_refuses_new_ones(small_edit):
+    port = free_port()
+    exe = Path(sys.executable).parent / "apply-edit"
+    proc = subprocess.Popen([str(exe), "serve", "--model", "smollm2-135m", "--port", str(port)],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        channel = connect(f"127.0.0.1:{port}", wait_s=120)
+        in_flight = apply_call(channel, request_for(CASE), ApplyOptions(method="plain", max_new_tokens=40))
+        first = next(in_flight)
+        proc.send_signal(15)
+        rest = list(in_flight)  # the request already running completes
+        assert rest[-1].HasField("stats") and rest[-1].stats.new_tokens == 40
+        assert first.text + "".join(r.text for r in rest)
+        assert proc.wait(timeout=60) == 0
+        assert "draining" in proc.stderr.read()
+        with pytest.raises(grpc.RpcError) as err:  # and nothing new is taken
+            list(apply_call(channel, request_for(CASE)))
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        proc.kill()
