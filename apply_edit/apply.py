@@ -12,17 +12,22 @@ import random
 import threading
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Iterator
 
 import torch
 
 from .decoding import Decoding, DecodeStats, Sampling, no_draft
+from .draft_length import AdaptiveK, CostCurve, cached_cost
+from .models.registry import cache_root
 from .models.transformers_target import TransformersTarget
 from .prompting import (DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop,
                         build_prompt, language_of)
 from .proposers import SuffixArrayProposer
 
-METHODS = ("spec", "plain", "prompt-lookup")
+# spec: copy drafting, k chosen per block from the measured cost model (at most `k`);
+# spec-fixed: copy drafting, always `k`; plain: one pass per token; prompt-lookup: transformers' baseline.
+METHODS = ("spec", "spec-fixed", "plain", "prompt-lookup")
 PROMPT_LOOKUP_TOKENS = 10  # transformers' own suggestion for prompt_lookup_num_tokens
 
 
@@ -42,7 +47,7 @@ class ApplyRequest:
 @dataclass
 class ApplyOptions:
     method: str = "spec"
-    k: int = 32  # most tokens drafted per target pass
+    k: int = 64  # most tokens drafted per target pass
     max_new_tokens: int | None = None  # default: enough for the original plus the snippet
     temperature: float = 0.0
     top_p: float = 1.0
@@ -135,6 +140,23 @@ class Applier:
         self.target = target
         self.tokenizer = target.tokenizer
         self._lock = threading.Lock()
+        self._cost: CostCurve | None = None
+
+    def cost_curve(self) -> CostCurve:
+        """Verify-pass cost by draft length for this model and dtype (measured once, cached on disk)."""
+        if self._cost is None:
+            dtype = str(self.target.dtype).replace("torch.", "")
+            name = Path(self.target.name).name or "model"
+            with self._lock:
+                self._cost = cached_cost(self.target, cache_root() / "costs" / f"{name}-{dtype}.json")
+        return self._cost
+
+    def _draft_length(self, options: ApplyOptions):
+        if options.method == "plain":
+            return 0
+        if options.method == "spec-fixed":
+            return options.k
+        return AdaptiveK(self.cost_curve(), k_max=options.k)
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
@@ -145,7 +167,8 @@ class Applier:
         return self._encode(build_prompt(self.tokenizer, fmt, request.original, request.update,
                                          request.instruction, language))
 
-    def stream(self, request: ApplyRequest, options: ApplyOptions | None = None) -> ApplyRun:
+    def stream(self, request: ApplyRequest, options: ApplyOptions | None = None, proposer=None) -> ApplyRun:
+        """Start an apply. `proposer` replaces the copy drafter (the bench's oracle uses it)."""
         options = options or ApplyOptions()
         options.validate()
         if not request.original.strip() and not request.update.strip():
@@ -165,18 +188,18 @@ class Applier:
         if options.method == "prompt-lookup":
             blocks = self._prompt_lookup(prompt, max_new, fmt.close, stats)
         else:
-            proposer = SuffixArrayProposer([original_ids, update_ids]) if options.method == "spec" else no_draft
+            if proposer is None:
+                proposer = no_draft if options.method == "plain" else SuffixArrayProposer([original_ids, update_ids])
             stop = TextStop(self.tokenizer, "\n" + fmt.close)
-            blocks = self._speculative(prompt, proposer, max_new, options, stop, stats)
+            blocks = self._speculative(prompt, proposer, self._draft_length(options), max_new, options, stop, stats)
         return ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start)
 
-    def _speculative(self, prompt, proposer, max_new, options: ApplyOptions, stop, stats: ApplyStats):
+    def _speculative(self, prompt, proposer, draft_length, max_new, options: ApplyOptions, stop, stats: ApplyStats):
         sampling = Sampling(options.temperature, options.top_p, options.seed)
         with self._lock:
             self.target.reset()
-            run = Decoding(self.target, proposer, prompt, max_new, k=options.k if proposer is not no_draft else 0,
-                           sampling=sampling, rng=random.Random(options.seed), eos=self.target.eos_ids(), stop=stop,
-                           stats=stats)
+            run = Decoding(self.target, proposer, prompt, max_new, k=draft_length, sampling=sampling,
+                           rng=random.Random(options.seed), eos=self.target.eos_ids(), stop=stop, stats=stats)
             try:
                 yield from run
             finally:

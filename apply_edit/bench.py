@@ -9,16 +9,18 @@ one-token decoding round differently), or a real divergence?
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 
-from .apply import Applier, ApplyOptions, ApplyRequest
+from .apply import METHODS, Applier, ApplyOptions, ApplyRequest
 from .cases import EditCase
+from .proposers import SuffixArrayProposer
 
 NEAR_TIE_LOGIT_GAP = 0.25  # ~ two bf16 steps at the logit magnitudes seen here
 
@@ -49,9 +51,31 @@ def request_for(case: EditCase) -> ApplyRequest:
     return ApplyRequest(case.original, case.update, case.instruction, case.language, str(case.path))
 
 
-def run_case(applier: Applier, case: EditCase, method: str, options: ApplyOptions) -> Record:
-    opts = ApplyOptions(**{**options.__dict__, "method": method})
-    run = applier.stream(request_for(case), opts)
+def bench_method_options(method: str, options: ApplyOptions) -> ApplyOptions:
+    """A bench method name → apply options. Beyond the apply methods: `spec-kN` (spec with a fixed k of N)
+    and `oracle` (the adaptive policy drafting the target's own output: the ceiling for any proposer)."""
+    if match := re.fullmatch(r"spec-k(\d+)", method):
+        return replace(options, method="spec-fixed", k=int(match.group(1)))
+    if method == "oracle":
+        return replace(options, method="spec")
+    return replace(options, method=method)
+
+
+def is_bench_method(method: str) -> bool:
+    return method in METHODS or method == "oracle" or re.fullmatch(r"spec-k\d+", method) is not None
+
+
+def run_case(applier: Applier, case: EditCase, method: str, options: ApplyOptions,
+             reference: list[int] | None = None) -> Record:
+    opts = bench_method_options(method, options)
+    proposer = None
+    if method == "oracle":
+        if reference is None:
+            raise ValueError("the oracle needs the target's output first: list plain or a spec method before it")
+        # Copying from the target's own output: exactly that output while aligned, and it realigns if
+        # this run departs from the reference at a near-tie.
+        proposer = SuffixArrayProposer([reference])
+    run = applier.stream(request_for(case), opts, proposer=proposer)
     text = run.result()
     s = run.stats
     return Record(case.name, method, s.total_s, s.ttft_s, s.target_passes, s.new_tokens, text, text == case.expected,
@@ -78,12 +102,14 @@ def divergence(applier: Applier, case: EditCase, options: ApplyOptions, plain: l
 
 def run_bench(applier: Applier, cases: list[EditCase], methods: list[str], options: ApplyOptions, log=print) -> list[Record]:
     # Warm-up: the first forward passes of a fresh process are slow (allocation, kernel selection).
-    applier.stream(request_for(cases[0]), ApplyOptions(**{**options.__dict__, "max_new_tokens": 4})).result()
+    applier.stream(request_for(cases[0]), replace(options, method="plain", max_new_tokens=4)).result()
+    applier.cost_curve()  # measured once per model and dtype, before any timed run
     records = []
     for case in cases:
         by_method = {}
         for method in methods:
-            rec = run_case(applier, case, method, options)
+            reference = next((r.tokens for r in by_method.values() if r.method != "prompt-lookup"), None)
+            rec = run_case(applier, case, method, options, reference)
             by_method[method] = rec
             records.append(rec)
         plain = by_method.get("plain")

@@ -142,17 +142,20 @@ def cmd_bench(args) -> int:
     from .bench import HEADER, run_bench, summary, write_json
     from .cases import load_cases
 
+    from .bench import is_bench_method
+
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if not is_bench_method(m)]
     if unknown:
-        raise CliError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+        raise CliError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}, "
+                       f"spec-kN (fixed k = N) or oracle")
     cases = load_cases(args.cases_dir, args.cases.split(",") if args.cases else None)
     if args.server:
         return _load_run(args, cases, methods)
     applier = _load_applier(args)
     _log(f"{len(cases)} cases x {len(methods)} methods, k={args.k}, prompt={args.prompt_format}")
     print(HEADER, flush=True)
-    records = run_bench(applier, cases, methods, _options(args, methods[0]), log=lambda s: print(s, flush=True))
+    records = run_bench(applier, cases, methods, _options(args, "spec"), log=lambda s: print(s, flush=True))
     print(summary(records, methods))
     for r in records:
         if r.divergence:

@@ -26,6 +26,8 @@ from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 import torch
 
+from .draft_length import FixedK
+
 
 class Target(Protocol):
     def logits(self, prefix: Sequence[int], block: Sequence[int]) -> torch.Tensor:
@@ -47,6 +49,12 @@ class Draft:
 
 
 ProposeFn = Callable[[Sequence[int], int], Sequence[int]]
+
+
+class DraftLengthPolicy(Protocol):
+    def next_k(self) -> int: ...
+
+    def feedback(self, drafted: int, accepted: int) -> None: ...
 
 
 def no_draft(seq: Sequence[int], k: int) -> list[int]:
@@ -124,6 +132,8 @@ def _sample(probs: torch.Tensor, rng: random.Random) -> int:
 class Decoding:
     """One generation. Iterate to get the tokens each block emits; `.tokens` and `.stats` fill as it goes.
 
+    k: the most tokens drafted per block, or a draft-length policy (`next_k()` before each block,
+    `feedback(drafted, accepted)` after it; see draft_length.py).
     eos: token id(s) that end generation; the eos token is included in the output.
     stop: called with all new tokens after each block; returns how many to keep when generation must
     stop there (e.g. a closing tag appeared), else None.
@@ -136,20 +146,20 @@ class Decoding:
         prompt: Sequence[int],
         max_new: int,
         *,
-        k: int = 8,
+        k: int | DraftLengthPolicy = 8,
         sampling: Sampling = GREEDY,
         rng: random.Random | None = None,
         eos: int | Iterable[int] | None = None,
         stop: Callable[[list[int]], int | None] | None = None,
         stats: DecodeStats | None = None,
     ):
-        if max_new < 0 or k < 0:
+        if max_new < 0 or (isinstance(k, int) and k < 0):
             raise ValueError("max_new and k must be >= 0")
         self.target = target
         self.proposer = proposer
         self.prompt = list(prompt)
         self.max_new = max_new
-        self.k = k
+        self.policy = FixedK(k) if isinstance(k, int) else k
         self.sampling = sampling
         self.rng = rng if rng is not None else random.Random(sampling.seed)
         self.eos = set() if eos is None else ({eos} if isinstance(eos, int) else set(eos))
@@ -167,12 +177,13 @@ class Decoding:
         seq = list(self.prompt)
         while len(self.tokens) < self.max_new:
             # k+1 tokens can come out of a block; never let the bonus token overshoot max_new.
-            k = min(self.k, self.max_new - len(self.tokens) - 1)
+            k = min(self.policy.next_k(), self.max_new - len(self.tokens) - 1)
             t0 = time.perf_counter()
             draft = self._draft(seq, k)
             t1 = time.perf_counter()
             logits = self.target.logits(seq, draft.tokens)
             accepted, emitted = self._accept(draft, logits)
+            self.policy.feedback(len(draft.tokens), accepted)
             self.stats.propose_s += t1 - t0
             self.stats.target_passes += 1
             self.stats.drafted_tokens += len(draft.tokens)

@@ -63,7 +63,9 @@ class ApplyServer:
         if target is None:
             set_threads()
             target = TransformersTarget.load(self.model_name, dtype=self.dtype, log=self.log)
-        self.servicer.applier = Applier(target)
+        applier = Applier(target)
+        applier.cost_curve()  # measure (or read) the verify-cost curve now, not in the first request
+        self.servicer.applier = applier
         self._set_health(health_pb2.HealthCheckResponse.SERVING)
 
     def stop(self, grace: float | None = None) -> None:

@@ -1,0 +1,119 @@
+"""How many tokens to draft per target pass: a fixed k, or k chosen from a measured cost model.
+
+A policy is asked `next_k()` before each block and told `feedback(drafted, accepted)` after it. The
+engine knows nothing else about it (regions, costs and acceptance estimates live here).
+
+The adaptive policy keeps an estimate α of the chance that the next drafted token is accepted, and picks
+the k that maximises expected emitted tokens per second of target time:
+
+    E[tokens | k] = (1 - α^(k+1)) / (1 - α)        (accepted prefix + the target's own token)
+    k* = argmax_k E[tokens | k] / cost(k)
+
+where cost(k) is the measured time of one verify pass over k drafted tokens for this model and dtype.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# No 0: a policy that stops drafting never learns that drafting pays again.
+CANDIDATE_K = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64)
+
+
+class FixedK:
+    def __init__(self, k: int):
+        self.k = k
+
+    def next_k(self) -> int:
+        return self.k
+
+    def feedback(self, drafted: int, accepted: int) -> None:
+        pass
+
+
+@dataclass
+class CostCurve:
+    """Seconds per verify pass as a function of drafted tokens (piecewise linear between measured k)."""
+
+    points: dict[int, float]
+
+    def __call__(self, k: int) -> float:
+        ks = sorted(self.points)
+        if k <= ks[0]:
+            return self.points[ks[0]]
+        for lo, hi in zip(ks, ks[1:]):
+            if k <= hi:
+                w = (k - lo) / (hi - lo)
+                return self.points[lo] * (1 - w) + self.points[hi] * w
+        last, before = ks[-1], ks[-2]
+        slope = (self.points[last] - self.points[before]) / (last - before)
+        return self.points[last] + slope * (k - last)
+
+
+def expected_tokens(alpha: float, k: int) -> float:
+    """Tokens one pass emits when each drafted token is accepted independently with probability alpha."""
+    if alpha >= 1.0:
+        return k + 1.0
+    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
+
+
+def best_k(alpha: float, cost: CostCurve, limit: int = CANDIDATE_K[-1]) -> int:
+    return max((k for k in CANDIDATE_K if k <= limit), key=lambda k: expected_tokens(alpha, k) / cost(k))
+
+
+class AdaptiveK:
+    """k from the cost model and a running acceptance estimate.
+
+    alpha starts optimistic (copying from the original is usually right) and is updated per drafted
+    token: each accepted one counts as a success, the first rejected one as a failure; later tokens of the
+    block were never tested and do not count. `decay` weighs recent blocks more (edits are local).
+    """
+
+    def __init__(self, cost: CostCurve, alpha: float = 0.9, decay: float = 0.85, k_max: int = 64):
+        self.cost, self.decay, self.k_max = cost, decay, k_max
+        self.successes, self.trials = alpha * 10, 10.0  # a prior worth ten tokens
+
+    @property
+    def alpha(self) -> float:
+        return self.successes / self.trials
+
+    def next_k(self) -> int:
+        return best_k(self.alpha, self.cost, self.k_max)
+
+    def feedback(self, drafted: int, accepted: int) -> None:
+        if drafted == 0:
+            return
+        tested = accepted + (1 if accepted < drafted else 0)
+        self.successes = self.successes * self.decay + accepted
+        self.trials = self.trials * self.decay + tested
+
+
+def measure_cost(target, context: int = 1000, ks=(0, 1, 4, 16, 32, 64), repeats: int = 3) -> CostCurve:
+    """Time verify passes over k drafted tokens after a `context`-token prefix (median of repeats)."""
+    prefix = [(i * 7919) % 1000 + 100 for i in range(context)]
+    target.reset()
+    target.logits(prefix, [])  # prefill once; each timed pass then reuses the cache
+    points = {}
+    for k in ks:
+        block = [(i * 31) % 1000 + 100 for i in range(k)]
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            target.logits(prefix + [5], block)
+            times.append(time.perf_counter() - t0)
+        points[k] = sorted(times)[len(times) // 2]
+    target.reset()
+    return CostCurve(points)
+
+
+def cached_cost(target, cache_file: Path) -> CostCurve:
+    """The cost curve for this model and dtype, measured once and kept in `cache_file`."""
+    if cache_file.exists():
+        return CostCurve({int(k): v for k, v in json.loads(cache_file.read_text()).items()})
+    curve = measure_cost(target)
+    cache_file.parent.mkdir(parents=True, exist_ok=True)
+    cache_file.write_text(json.dumps(curve.points, indent=1))
+    return curve

@@ -1,0 +1,56 @@
+import random
+
+import pytest
+
+from apply_edit.decoding import Decoding, greedy_decode
+from apply_edit.draft_length import AdaptiveK, CostCurve, best_k, expected_tokens
+from test_engine import oracle, random_model
+
+# Shaped like the default model's bf16 curve here: long drafts cost little more than short ones.
+FLAT = CostCurve({0: 0.080, 1: 0.081, 4: 0.096, 16: 0.119, 32: 0.145, 64: 0.172})
+# Shaped like fp32: every drafted token costs real time.
+STEEP = CostCurve({0: 0.10, 1: 0.11, 4: 0.21, 16: 0.27, 32: 0.35, 64: 0.62})
+
+
+def test_expected_tokens():
+    assert expected_tokens(0.0, 8) == 1.0
+    assert expected_tokens(1.0, 8) == 9.0
+    assert expected_tokens(0.5, 2) == pytest.approx(1 + 0.5 + 0.25)
+
+
+def test_cost_curve_interpolates_and_extrapolates():
+    assert FLAT(16) == pytest.approx(0.119)
+    assert FLAT(24) == pytest.approx((0.119 + 0.145) / 2)
+    assert FLAT(96) > FLAT(64)
+
+
+def test_best_k_follows_acceptance_and_cost():
+    assert best_k(0.99, FLAT) == 64  # the copy is right: draft long
+    assert best_k(0.3, FLAT) <= 4  # inside an edit: draft short
+    assert best_k(0.9, STEEP) < best_k(0.9, FLAT)  # costly drafts: shorter
+    assert best_k(0.99, FLAT, limit=16) == 16
+
+
+def test_adaptive_k_shrinks_after_rejections_and_grows_back():
+    policy = AdaptiveK(FLAT)
+    start = policy.next_k()
+    for _ in range(4):
+        policy.feedback(policy.next_k(), 0)
+    low = policy.next_k()
+    for _ in range(10):
+        k = policy.next_k()
+        policy.feedback(k, k)
+    assert low < start and policy.next_k() > low
+
+
+def test_adaptive_policy_keeps_the_engine_exact():
+    rng = random.Random(0)
+    plain = greedy_decode(random_model(5, 6), [1], 80)
+
+    def sometimes_right(seq, k):
+        good = oracle(plain, 1)(seq, k)
+        return [t if rng.random() < 0.85 else (t + 1) % 6 for t in good]
+
+    run = Decoding(random_model(5, 6), sometimes_right, [1], 80, k=AdaptiveK(FLAT))
+    assert run.run() == plain
+    assert run.stats.target_passes < 80
