@@ -310,3 +310,12 @@ def test_sigterm_drains_in_flight_requests_and_refuses_new_ones(small_edit):
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE
     finally:
         proc.kill()
+
+
+def test_metric_labels_come_from_a_bounded_set():
+    from apply_edit.service.servicer import language_label
+
+    assert language_label(pb.ApplyRequest(path="src/app.ts")) == "typescript"
+    assert language_label(pb.ApplyRequest(language="Python")) == "python"
+    assert language_label(pb.ApplyRequest(language="x" * 50)) == "other"
+    assert language_label(pb.ApplyRequest()) == "unknown"

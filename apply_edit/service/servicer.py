@@ -9,7 +9,7 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from ..apply import METHODS, Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyStats
-from ..prompting import language_of
+from ..prompting import LANGUAGES, language_of
 from ..v1 import apply_edit_pb2 as pb
 from .metrics import Metrics, size_class
 
@@ -66,6 +66,15 @@ def to_apply(msg: pb.ApplyRequest, model_name: str, max_request_bytes: int, defa
     return request, options
 
 
+KNOWN_LANGUAGES = frozenset(LANGUAGES.values())
+
+
+def language_label(msg: pb.ApplyRequest) -> str:
+    """A metrics label from a bounded set: requests must not be able to create label values at will."""
+    language = (msg.language or language_of(msg.path)).lower()
+    return language if language in KNOWN_LANGUAGES else "other" if language else "unknown"
+
+
 def stats_message(stats: ApplyStats, model_name: str) -> pb.Stats:
     return pb.Stats(target_passes=stats.target_passes, new_tokens=stats.new_tokens,
                     drafted_tokens=stats.drafted_tokens, accepted_tokens=stats.accepted_tokens,
@@ -99,7 +108,7 @@ class ApplyEditServicer:
             self.metrics.requests.labels("INVALID_ARGUMENT", "", "").inc()
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"request is not a valid ApplyRequest (string fields must be UTF-8): {msg.reason}")
-        labels = (msg.language or language_of(msg.path) or "unknown", size_class(msg.original))
+        labels = (language_label(msg), size_class(msg.original))
         status = "OK"
         try:
             yield from self._apply(msg, context, labels)
