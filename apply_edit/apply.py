@@ -211,7 +211,6 @@ class Applier:
         passes = [0]
         hook = model.register_forward_pre_hook(lambda *_: passes.__setitem__(0, passes[0] + 1))
         streamer = _QueueStreamer(pieces)
-        first_pass_done = [0.0]
         t0 = time.perf_counter()
 
         def generate():
