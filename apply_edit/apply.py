@@ -8,7 +8,6 @@ This is the one path that the CLI and the bench use (the gRPC service will too).
 from __future__ import annotations
 
 import queue
-import random
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -42,6 +41,10 @@ class ApplyRequest:
     instruction: str = ""
     language: str = ""  # defaults to the path's extension
     path: str = ""
+
+    def validate(self) -> None:
+        if not self.original.strip() and not self.update.strip():
+            raise ApplyError("original and update are both empty; send the file and the edit snippet")
 
 
 @dataclass
@@ -171,8 +174,7 @@ class Applier:
         """Start an apply. `proposer` replaces the copy drafter (the bench's oracle uses it)."""
         options = options or ApplyOptions()
         options.validate()
-        if not request.original.strip() and not request.update.strip():
-            raise ApplyError("both the original file and the update are empty; nothing to apply")
+        request.validate()
         start = time.perf_counter()
         fmt = FORMATS[options.prompt_format]
         prompt = self.prompt_ids(request, options)
@@ -199,7 +201,7 @@ class Applier:
         with self._lock:
             self.target.reset()
             run = Decoding(self.target, proposer, prompt, max_new, k=draft_length, sampling=sampling,
-                           rng=random.Random(options.seed), eos=self.target.eos_ids(), stop=stop, stats=stats)
+                           eos=self.target.eos_ids(), stop=stop, stats=stats)
             try:
                 yield from run
             finally:

@@ -91,9 +91,6 @@ class RemoteRun:
         st.drafted_tokens, st.accepted_tokens = s.drafted_tokens, s.accepted_tokens
         st.prompt_tokens, st.method = s.prompt_tokens, s.method
 
-    def cancel(self) -> None:
-        self._call.cancel()
-
     def result(self) -> str:
         for _ in self:
             pass

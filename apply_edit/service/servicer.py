@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -39,8 +40,11 @@ def to_apply(msg: pb.ApplyRequest, model_name: str, max_request_bytes: int, defa
     if size > max_request_bytes:
         raise Invalid(f"request is {size} bytes; this server accepts at most {max_request_bytes} bytes of "
                       f"original + update + instruction")
-    if not msg.original.strip() and not msg.update.strip():
-        raise Invalid("original and update are both empty; send the file and the edit snippet")
+    request = ApplyRequest(msg.original, msg.update, msg.instruction, msg.language, msg.path)
+    try:
+        request.validate()
+    except ApplyError as exc:
+        raise Invalid(str(exc))
     if not msg.update.strip() and not msg.instruction.strip():
         raise Invalid("update is empty; send the edit snippet (or at least an instruction)")
     o = msg.options
@@ -61,7 +65,6 @@ def to_apply(msg: pb.ApplyRequest, model_name: str, max_request_bytes: int, defa
         options.validate()
     except ApplyError as exc:
         raise Invalid(str(exc))
-    request = ApplyRequest(msg.original, msg.update, msg.instruction, msg.language, msg.path)
     return request, options
 
 
@@ -104,7 +107,7 @@ class ApplyEditServicer:
 
     def Apply(self, msg, context: grpc.ServicerContext):
         if isinstance(msg, BadMessage):
-            self.metrics.requests.labels("INVALID_ARGUMENT", "", "").inc()
+            self.metrics.requests.labels("INVALID_ARGUMENT", "unknown", "unknown").inc()
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"request is not a valid ApplyRequest (string fields must be UTF-8): {msg.reason}")
         labels = (language_label(msg), size_class(msg.original))
@@ -171,25 +174,21 @@ class ApplyEditServicer:
         finally:
             self.metrics.queue_depth.dec()
 
+    @contextmanager
     def _admission(self):
-        servicer = self
-
-        class Slot:
-            def __enter__(self):
-                with servicer._admit:
-                    if servicer._in_flight >= 1 + servicer.max_queue:
-                        wait_ms = int(servicer._mean_s * servicer._in_flight * 1000)
-                        raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                       f"server busy: {servicer._in_flight} requests running or queued; "
-                                       f"retry in about {wait_ms / 1000:.0f}s",
-                                       (("retry-after-ms", str(wait_ms)),))
-                    servicer._in_flight += 1
-
-            def __exit__(self, *exc):
-                with servicer._admit:
-                    servicer._in_flight -= 1
-
-        return Slot()
+        """A place among the running and queued requests, or RESOURCE_EXHAUSTED with a retry hint."""
+        with self._admit:
+            if self._in_flight >= 1 + self.max_queue:
+                wait_ms = int(self._mean_s * self._in_flight * 1000)
+                raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                               f"server busy: {self._in_flight} requests running or queued; "
+                               f"retry in about {wait_ms / 1000:.0f}s", (("retry-after-ms", str(wait_ms)),))
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._admit:
+                self._in_flight -= 1
 
 
 class _Refused(Exception):
