@@ -17,16 +17,22 @@ from typing import Iterator
 import torch
 
 from .decoding import Decoding, DecodeStats, Sampling, no_draft
-from .draft_length import AdaptiveK, CostCurve, cached_cost
+from .draft_length import AdaptiveK, CostCurve, RegionAdaptiveK, cached_cost
+from .drafting import DraftPlan, plan_drafting
 from .models.registry import cache_root
 from .models.transformers_target import TransformersTarget
 from .prompting import (DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop,
                         build_prompt, language_of)
-from .proposers import SuffixArrayProposer
 
 # spec: copy drafting, k chosen per block from the measured cost model (at most `k`);
 # spec-fixed: copy drafting, always `k`; plain: one pass per token; prompt-lookup: transformers' baseline.
 METHODS = ("spec", "spec-fixed", "plain", "prompt-lookup")
+# merge: copy from the merge of original and snippet first, k per region of the original;
+# copy: copy from the original and the snippet, one acceptance estimate for the whole file.
+DRAFTING = ("merge", "copy")
+# exact: the output is the target's own; typical: also accept a drafted token the target gives
+# probability >= typical_threshold (faster, NOT the target's output; greedy only).
+ACCEPTANCE = ("exact", "typical")
 PROMPT_LOOKUP_TOKENS = 10  # transformers' own suggestion for prompt_lookup_num_tokens
 
 
@@ -56,6 +62,9 @@ class ApplyOptions:
     top_p: float = 1.0
     seed: int | None = None
     prompt_format: str = DEFAULT_FORMAT
+    drafting: str = "merge"
+    acceptance: str = "exact"
+    typical_threshold: float = 0.3
 
     def validate(self) -> None:
         if self.method not in METHODS:
@@ -68,6 +77,12 @@ class ApplyOptions:
             raise ApplyError("temperature must be >= 0 and top_p in (0, 1]")
         if self.method == "prompt-lookup" and self.temperature > 0:
             raise ApplyError("prompt-lookup is the greedy baseline; use temperature 0")
+        if self.drafting not in DRAFTING:
+            raise ApplyError(f"unknown drafting {self.drafting!r}; choose one of {', '.join(DRAFTING)}")
+        if self.acceptance not in ACCEPTANCE:
+            raise ApplyError(f"unknown acceptance {self.acceptance!r}; choose one of {', '.join(ACCEPTANCE)}")
+        if self.acceptance == "typical" and (self.temperature > 0 or not 0 < self.typical_threshold <= 1):
+            raise ApplyError("typical acceptance is greedy only (temperature 0) with a threshold in (0, 1]")
 
 
 @dataclass
@@ -76,6 +91,7 @@ class ApplyStats(DecodeStats):
 
     method: str = "spec"
     prompt_tokens: int = 0
+    plan_s: float = 0.0  # building the drafting plan: merge candidate, regions, suffix arrays
 
     @property
     def decode_s(self) -> float:
@@ -96,6 +112,7 @@ class ApplyRun:
                  stats: ApplyStats, start: float):
         self._blocks, self._detok, self._extractor = blocks, detok, extractor
         self.stats = stats
+        self.candidate: str | None = None  # the merge candidate drafting started from, if any
         self.text = ""
         self.tokens: list[int] = []
         self.cancelled = False
@@ -154,12 +171,14 @@ class Applier:
                 self._cost = cached_cost(self.target, cache_root() / "costs" / f"{name}-{dtype}.json")
         return self._cost
 
-    def _draft_length(self, options: ApplyOptions):
+    def _draft_length(self, options: ApplyOptions, plan: DraftPlan | None):
         if options.method == "plain":
             return 0
         if options.method == "spec-fixed":
             return options.k
-        return AdaptiveK(self.cost_curve(), k_max=options.k)
+        if plan is None or plan.candidate is None:
+            return AdaptiveK(self.cost_curve(), k_max=options.k)
+        return RegionAdaptiveK(self.cost_curve(), plan.proposer.locate, plan.region_of, plan.edited, k_max=options.k)
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
@@ -187,21 +206,32 @@ class Applier:
         stats = ApplyStats(method=options.method, prompt_tokens=len(prompt))
         extractor = OutputExtractor(fmt.close, keep_final_newline=request.original.endswith("\n")
                                     or not request.original)
+        plan = None
         if options.method == "prompt-lookup":
             blocks = self._prompt_lookup(prompt, max_new, fmt.close, stats)
         else:
-            if proposer is None:
-                proposer = no_draft if options.method == "plain" else SuffixArrayProposer([original_ids, update_ids])
+            if proposer is None and options.method == "plain":
+                proposer = no_draft
+            elif proposer is None:
+                t0 = time.perf_counter()
+                plan = plan_drafting(self.tokenizer, request.original, request.update,
+                                     request.language or language_of(request.path), options.drafting == "merge",
+                                     closing=fmt.close)
+                proposer, stats.plan_s = plan.proposer, time.perf_counter() - t0
             stop = TextStop(self.tokenizer, "\n" + fmt.close)
-            blocks = self._speculative(prompt, proposer, self._draft_length(options), max_new, options, stop, stats)
-        return ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start)
+            blocks = self._speculative(prompt, proposer, self._draft_length(options, plan), max_new, options, stop,
+                                       stats)
+        run = ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start)
+        run.candidate = plan.candidate.text if plan and plan.candidate else None
+        return run
 
     def _speculative(self, prompt, proposer, draft_length, max_new, options: ApplyOptions, stop, stats: ApplyStats):
         sampling = Sampling(options.temperature, options.top_p, options.seed)
         with self._lock:
             self.target.reset()
+            threshold = options.typical_threshold if options.acceptance == "typical" else None
             run = Decoding(self.target, proposer, prompt, max_new, k=draft_length, sampling=sampling,
-                           eos=self.target.eos_ids(), stop=stop, stats=stats)
+                           eos=self.target.eos_ids(), stop=stop, stats=stats, typical_threshold=threshold)
             try:
                 yield from run
             finally:

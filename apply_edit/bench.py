@@ -39,6 +39,7 @@ class Record:
     stats: dict = field(default_factory=dict)
     divergence: dict | None = None
     error: str | None = None  # load runs: the status a request ended with, if not OK
+    candidate_is_output: bool | None = None  # merge drafting: the merge candidate was already the output
     tokens: list = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict:
@@ -51,18 +52,29 @@ def request_for(case: EditCase) -> ApplyRequest:
     return ApplyRequest(case.original, case.update, case.instruction, case.language, str(case.path))
 
 
+_FIXED_K = re.compile(r"spec-k(\d+)")
+_TYPICAL = re.compile(r"spec-typical-(0?\.\d+|1(?:\.0*)?)")
+
+
 def bench_method_options(method: str, options: ApplyOptions) -> ApplyOptions:
-    """A bench method name → apply options. Beyond the apply methods: `spec-kN` (spec with a fixed k of N)
-    and `oracle` (the adaptive policy drafting the target's own output: the ceiling for any proposer)."""
-    if match := re.fullmatch(r"spec-k(\d+)", method):
-        return replace(options, method="spec-fixed", k=int(match.group(1)))
+    """A bench method name → apply options. Beyond the apply methods (spec = merge drafting with k per
+    region): `spec-kN` (copy drafting from original and snippet, fixed k of N), `spec-adaptive` (copy
+    drafting, one adaptive k for the file), `spec-typical-T` (spec with typical acceptance at threshold T:
+    not exact) and `oracle` (adaptive k drafting the target's own output: the ceiling for any proposer)."""
+    if match := _FIXED_K.fullmatch(method):
+        return replace(options, method="spec-fixed", k=int(match.group(1)), drafting="copy")
+    if method == "spec-adaptive":
+        return replace(options, method="spec", drafting="copy")
+    if match := _TYPICAL.fullmatch(method):
+        return replace(options, method="spec", acceptance="typical", typical_threshold=float(match.group(1)))
     if method == "oracle":
         return replace(options, method="spec")
     return replace(options, method=method)
 
 
 def is_bench_method(method: str) -> bool:
-    return method in METHODS or method == "oracle" or re.fullmatch(r"spec-k\d+", method) is not None
+    return (method in METHODS or method in ("oracle", "spec-adaptive") or _FIXED_K.fullmatch(method) is not None
+            or _TYPICAL.fullmatch(method) is not None)
 
 
 def run_case(applier: Applier, case: EditCase, method: str, options: ApplyOptions,
@@ -79,7 +91,8 @@ def run_case(applier: Applier, case: EditCase, method: str, options: ApplyOption
     text = run.result()
     s = run.stats
     return Record(case.name, method, s.total_s, s.ttft_s, s.target_passes, s.new_tokens, text, text == case.expected,
-                  stats=s.to_dict(), tokens=list(run.tokens))
+                  stats=s.to_dict(), tokens=list(run.tokens),
+                  candidate_is_output=None if run.candidate is None else run.candidate == text)
 
 
 def divergence(applier: Applier, case: EditCase, options: ApplyOptions, plain: list[int], other: list[int]) -> dict:
@@ -135,8 +148,8 @@ def format_row(r: Record) -> str:
 
 def summary(records: list[Record], methods: list[str]) -> str:
     """Totals per method over all cases, with speed as ratios to plain greedy from the same run."""
-    lines = ["", f"{'method':14} {'wall s':>8} {'decode s':>8} {'mean ttft':>9} {'tok/pass':>8} {'vs plain':>8} "
-                 f"{'decode vs plain':>15} {'=plain':>12} {'exact':>6}"]
+    lines = ["", f"{'method':14} {'wall s':>8} {'decode s':>8} {'mean ttft':>9} {'tok/pass':>8} {'wasted':>7} "
+                 f"{'overhead':>8} {'vs plain':>8} {'decode vs plain':>15} {'=plain':>12} {'exact':>6} {'merge=out':>9}"]
     plain = [r for r in records if r.method == "plain"]
     plain_wall = sum(r.wall_s for r in plain)
     plain_decode = sum(r.stats.get("decode_s", 0.0) for r in plain)
@@ -153,13 +166,49 @@ def summary(records: list[Record], methods: list[str]) -> str:
         same = f"{sum(r.identical_to_plain for r in compared)}/{len(compared)}" if compared else "-"
         same += f" ({ties} tie)" if ties else ""
         exact = f"{sum(r.exact for r in rs)}/{len(rs)}"
-        lines.append(f"{m:14} {wall:8.2f} {decode:8.2f} {ttft:9.2f} {tokens / max(passes, 1):8.2f} {ratio:>8} "
-                     f"{decode_ratio:>15} {same:>12} {exact:>6}")
+        # Drafted tokens the target rejected (each still cost verify time), and the share of wall time spent
+        # building the drafting plan and proposing.
+        wasted = sum(r.stats.get("drafted_tokens", 0) - r.stats.get("accepted_tokens", 0) for r in rs)
+        overhead = sum(r.stats.get("propose_s", 0.0) + r.stats.get("plan_s", 0.0) for r in rs) / max(wall, 1e-9)
+        merged = [r.candidate_is_output for r in rs if r.candidate_is_output is not None]
+        merge_out = f"{sum(merged)}/{len(merged)}" if merged else "-"
+        lines.append(f"{m:14} {wall:8.2f} {decode:8.2f} {ttft:9.2f} {tokens / max(passes, 1):8.2f} {wasted:7d} "
+                     f"{overhead * 100:7.2f}% {ratio:>8} {decode_ratio:>15} {same:>12} {exact:>6} {merge_out:>9}")
     return "\n".join(lines)
 
 
 def write_json(records: list[Record], path: str | Path) -> None:
     Path(path).write_text(json.dumps([r.to_json() for r in records], indent=1) + "\n")
+
+
+def write_chart(records: list[Record], methods: list[str], path: str | Path) -> None:
+    """A PNG bar chart: end-to-end speedup over plain greedy per case, one bar per method."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise RuntimeError("the chart needs matplotlib: pip install 'apply-edit[chart]'") from exc
+    plain = {r.case: r.wall_s for r in records if r.method == "plain"}
+    if not plain:
+        raise RuntimeError("the chart shows speedup over plain greedy: include plain in --methods")
+    cases = list(plain)
+    shown = [m for m in methods if m != "plain"]
+    width = 0.8 / max(len(shown), 1)
+    fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(cases) * max(len(shown), 1) ** 0.5), 5))
+    for i, m in enumerate(shown):
+        by_case = {r.case: r.wall_s for r in records if r.method == m}
+        ax.bar([c + i * width for c in range(len(cases))], [plain[c] / by_case[c] if by_case.get(c) else 0 for c in cases],
+               width, label=m)
+    ax.set_xticks([c + width * (len(shown) - 1) / 2 for c in range(len(cases))], cases, rotation=75, ha="right",
+                  fontsize=7)
+    ax.set_ylabel("speedup over plain greedy (end to end)")
+    ax.axhline(1.0, color="grey", linewidth=0.5)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def run_load(address: str, cases: list[EditCase], options: ApplyOptions, concurrency: int, repeat: int = 1,

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from .apply import METHODS, ApplyError, ApplyOptions, ApplyRequest
+from .apply import ACCEPTANCE, DRAFTING, METHODS, ApplyError, ApplyOptions, ApplyRequest
 from .prompting import DEFAULT_FORMAT, FORMATS
 
 
@@ -43,7 +43,8 @@ def _load_applier(args):
 def _options(args, method: str | None = None) -> ApplyOptions:
     return ApplyOptions(method=method or args.method, k=args.k, max_new_tokens=args.max_new_tokens,
                         temperature=getattr(args, "temperature", 0.0), top_p=getattr(args, "top_p", 1.0),
-                        seed=getattr(args, "seed", None), prompt_format=args.prompt_format)
+                        seed=getattr(args, "seed", None), prompt_format=args.prompt_format, drafting=args.drafting,
+                        acceptance=args.acceptance, typical_threshold=args.typical_threshold)
 
 
 def _read_text(path: str, what: str) -> str:
@@ -139,16 +140,14 @@ def cmd_apply(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .bench import HEADER, run_bench, summary, write_json
+    from .bench import HEADER, is_bench_method, run_bench, summary, write_chart, write_json
     from .cases import load_cases
-
-    from .bench import is_bench_method
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = [m for m in methods if not is_bench_method(m)]
     if unknown:
         raise CliError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}, "
-                       f"spec-kN (fixed k = N) or oracle")
+                       f"spec-kN (fixed k = N), spec-adaptive, spec-typical-T (threshold T) or oracle")
     cases = load_cases(args.cases_dir, args.cases.split(",") if args.cases else None)
     if args.server:
         return _load_run(args, cases, methods)
@@ -163,6 +162,9 @@ def cmd_bench(args) -> int:
     if args.json:
         write_json(records, args.json)
         _log(f"wrote {args.json}")
+    if args.chart:
+        write_chart(records, methods, args.chart)
+        _log(f"wrote {args.chart}")
     return 0
 
 
@@ -221,6 +223,13 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=ApplyOptions.k, help="most tokens drafted per target pass")
     p.add_argument("--max-new-tokens", type=int, default=None)
     p.add_argument("--prompt-format", default=DEFAULT_FORMAT, choices=sorted(FORMATS))
+    p.add_argument("--drafting", default="merge", choices=DRAFTING,
+                   help="merge: copy from the merged original+snippet first, k per region (default); "
+                        "copy: copy from original and snippet, one k policy for the file")
+    p.add_argument("--acceptance", default="exact", choices=ACCEPTANCE,
+                   help="exact: the target's own output (default); typical: also accept drafted tokens the "
+                        "target gives >= --typical-threshold probability (faster, NOT exact)")
+    p.add_argument("--typical-threshold", type=float, default=ApplyOptions.typical_threshold)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -259,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", default="plain,prompt-lookup,spec")
     p.add_argument("--cases", help="comma-separated case names (default: all)")
     p.add_argument("--json", metavar="OUT", help="write the records as JSON")
+    p.add_argument("--chart", metavar="PNG", help="write a chart of speedup over plain per case (needs matplotlib)")
     p.add_argument("--server", metavar="HOST:PORT", help="load run against a running server instead")
     p.add_argument("--concurrency", type=int, default=4, help="with --server: parallel streams")
     p.add_argument("--repeat", type=int, default=1, help="with --server: times each case is sent")

@@ -137,6 +137,8 @@ class Decoding:
     eos: token id(s) that end generation; the eos token is included in the output.
     stop: called with all new tokens after each block; returns how many to keep when generation must
     stop there (e.g. a closing tag appeared), else None.
+    typical_threshold: greedy only, NOT exact: also accept a drafted token that the target gives at least
+    this probability (typical acceptance). None (the default) keeps the output exactly the target's.
     """
 
     def __init__(
@@ -152,9 +154,12 @@ class Decoding:
         eos: int | Iterable[int] | None = None,
         stop: Callable[[list[int]], int | None] | None = None,
         stats: DecodeStats | None = None,
+        typical_threshold: float | None = None,
     ):
         if max_new < 0 or (isinstance(k, int) and k < 0):
             raise ValueError("max_new and k must be >= 0")
+        if typical_threshold is not None and not sampling.greedy:
+            raise ValueError("typical acceptance is for greedy decoding only")
         self.target = target
         self.proposer = proposer
         self.prompt = list(prompt)
@@ -164,6 +169,7 @@ class Decoding:
         self.rng = rng if rng is not None else random.Random(sampling.seed)
         self.eos = set() if eos is None else ({eos} if isinstance(eos, int) else set(eos))
         self.stop = stop
+        self.typical_threshold = typical_threshold
         self.tokens: list[int] = []
         self.stats = stats if stats is not None else DecodeStats()
 
@@ -223,6 +229,10 @@ class Decoding:
             n = 0
             while n < len(tokens) and tokens[n] == choice[n]:
                 n += 1
+            if self.typical_threshold is not None and n < len(tokens):
+                drafted_p = torch.softmax(logits.float(), dim=-1)[torch.arange(len(tokens)), torch.tensor(tokens)]
+                while n < len(tokens) and (tokens[n] == choice[n] or float(drafted_p[n]) >= self.typical_threshold):
+                    n += 1
             return n, tokens[:n] + [choice[n]]
 
         p = self.sampling.probs(logits)

@@ -64,31 +64,89 @@ def best_k(alpha: float, cost: CostCurve, limit: int = CANDIDATE_K[-1]) -> int:
     return max((k for k in CANDIDATE_K if k <= limit), key=lambda k: expected_tokens(alpha, k) / cost(k))
 
 
-class AdaptiveK:
-    """k from the cost model and a running acceptance estimate.
+class AcceptanceEstimate:
+    """A running estimate of the chance that the next drafted token is accepted.
 
-    alpha starts optimistic (copying from the original is usually right) and is updated per drafted
-    token: each accepted one counts as a success, the first rejected one as a failure; later tokens of the
-    block were never tested and do not count. `decay` weighs recent blocks more (edits are local).
+    Each accepted token counts as a success, the first rejected one as a failure; later tokens of the
+    block were never tested and do not count. `decay` weighs recent blocks more (edits are local); the
+    prior is worth ten tokens.
     """
 
-    def __init__(self, cost: CostCurve, alpha: float = 0.9, decay: float = 0.85, k_max: int = 64):
-        self.cost, self.decay, self.k_max = cost, decay, k_max
-        self.successes, self.trials = alpha * 10, 10.0  # a prior worth ten tokens
+    def __init__(self, alpha: float, decay: float = 0.85):
+        self.decay = decay
+        self.successes, self.trials = alpha * 10, 10.0
 
     @property
     def alpha(self) -> float:
         return self.successes / self.trials
 
-    def next_k(self) -> int:
-        return best_k(self.alpha, self.cost, self.k_max)
-
-    def feedback(self, drafted: int, accepted: int) -> None:
+    def update(self, drafted: int, accepted: int) -> None:
         if drafted == 0:
             return
         tested = accepted + (1 if accepted < drafted else 0)
         self.successes = self.successes * self.decay + accepted
         self.trials = self.trials * self.decay + tested
+
+
+class AdaptiveK:
+    """k from the cost model and one acceptance estimate for the whole output (optimistic at the start:
+    copying from the original is usually right)."""
+
+    def __init__(self, cost: CostCurve, alpha: float = 0.9, k_max: int = 64):
+        self.cost, self.k_max = cost, k_max
+        self.estimate = AcceptanceEstimate(alpha)
+
+    def next_k(self) -> int:
+        return best_k(self.estimate.alpha, self.cost, self.k_max)
+
+    def feedback(self, drafted: int, accepted: int) -> None:
+        self.estimate.update(drafted, accepted)
+
+
+class RegionAdaptiveK:
+    """k from the cost model and an acceptance estimate per region of the reference being copied.
+
+    `locate()` gives the reference position the last draft was copied from (None: nothing was drafted)
+    and how many tokens of output matched the reference before it; `region_of[pos]` the region there
+    (-1: none). A region's estimate starts when drafting first reaches it: pessimistic where the snippet
+    edits, else at the file-wide estimate of untouched code (which every untouched block updates). A short
+    match caps the draft: a copy found on a token or two is a guess, a long one deserves a long draft.
+    """
+
+    def __init__(self, cost: CostCurve, locate, region_of, edited, k_max: int = 64,
+                 alpha_untouched: float = 0.9, alpha_edited: float = 0.9):
+        self.cost, self.locate, self.region_of, self.edited, self.k_max = cost, locate, region_of, edited, k_max
+        self.alpha_edited = alpha_edited
+        self.untouched = AcceptanceEstimate(alpha_untouched)
+        self.estimates: dict[int, AcceptanceEstimate] = {}
+        self._position: int | None = None
+        self._match = 0
+        self._region = -1
+
+    def _estimate(self, region: int) -> AcceptanceEstimate:
+        if region < 0:
+            return self.untouched
+        if region not in self.estimates:
+            prior = self.alpha_edited if self.edited[region] else self.untouched.alpha
+            self.estimates[region] = AcceptanceEstimate(prior)
+        return self.estimates[region]
+
+    def next_k(self) -> int:
+        pos = self._position
+        self._region = int(self.region_of[pos]) if pos is not None and 0 <= pos < len(self.region_of) else -1
+        limit = self.k_max if pos is None else min(self.k_max, max(MIN_CAP, CAP_PER_MATCH * self._match))
+        return best_k(self._estimate(self._region).alpha, self.cost, limit)
+
+    def feedback(self, drafted: int, accepted: int) -> None:
+        self._estimate(self._region).update(drafted, accepted)
+        if self._region >= 0 and not self.edited[self._region]:
+            self.untouched.update(drafted, accepted)
+        start, match = self.locate()
+        if start is not None:
+            self._position, self._match = start + accepted, match + accepted
+
+
+MIN_CAP, CAP_PER_MATCH = 16, 4  # a draft copied after an m-token match is at most max(16, 4m) long
 
 
 def measure_cost(target, context: int = 1000, ks=(0, 1, 4, 16, 32, 64), repeats: int = 3) -> CostCurve:

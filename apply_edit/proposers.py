@@ -65,13 +65,20 @@ class SuffixArrayProposer:
         self.min_match, self.max_match, self.max_candidates = min_match, max_match, max_candidates
         self._cursor: int | None = None  # reference position expected next, if copying is in progress
         self._seen = 0  # length of seq at the last proposal
+        self._match = 0  # tokens of output that matched the reference before the cursor
+
+    def locate(self) -> tuple[int | None, int]:
+        """(reference position the last draft was copied from, or None; length of the match behind it)."""
+        return self._cursor, self._match
 
     def __call__(self, seq: Sequence[int], k: int) -> list[int]:
         if k <= 0 or not len(self.text):
             return []
         start = self._continue(seq)
-        if start is None:
-            start = self._search(seq)
+        if start is not None:
+            self._match += len(seq) - self._seen
+        else:
+            start, self._match = self._search(seq)
         self._seen = len(seq)
         self._cursor = start
         if start is None:
@@ -92,8 +99,8 @@ class SuffixArrayProposer:
             return end
         return None
 
-    def _search(self, seq: Sequence[int]) -> int | None:
-        """Reference position following the longest suffix of seq found in the references."""
+    def _search(self, seq: Sequence[int]) -> tuple[int | None, int]:
+        """(reference position following the longest suffix of seq found in the references, its length)."""
         rev, sa, n = self._rev, self._sa, len(self._rev)
         lo, hi, matched = 0, n, 0
         best: tuple[int, int] | None = None  # (lo, hi) of the longest non-empty match
@@ -124,17 +131,17 @@ class SuffixArrayProposer:
             lo, hi, matched = first, a, matched + 1
             best = (lo, hi)
         if best is None or matched < self.min_match:
-            return None
+            return None, 0
         # Reversed suffix at r matches; in forward text the match ends at n-1-r, the copy starts after.
         starts = [n - sa[r] for r in range(best[0], min(best[1], best[0] + self.max_candidates))]
         starts = [s for s in starts if s < n]
         if not starts:
-            return None
+            return None, 0
         if self._cursor is not None:
             after = [s for s in starts if s >= self._cursor]
             if after:
-                return min(after)
-        return min(starts)
+                return min(after), matched
+        return min(starts), matched
 
 
 def draft_model_proposer(model):

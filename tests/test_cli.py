@@ -50,6 +50,7 @@ def test_write_atomic_failure_leaves_original(tmp_path, monkeypatch):
 @pytest.mark.parametrize("argv, message", [
     (["apply", "missing.py", "--update", "missing.py"], "does not exist"),
     (["bench", "no-such-dir"], "not a directory"),
+    (["bench", "fixtures", "--methods", "spec-k8,spec-typical-7"], "unknown method"),
     (["model", "fetch", "gpt-17"], "unknown model"),
 ])
 def test_bad_input_is_one_clear_line(argv, message, capsys):
@@ -91,10 +92,18 @@ def test_bench_runs_methods_side_by_side_and_writes_records(tmp_path, capsys):
 
     out = tmp_path / "bench.json"
     fixtures = Path(__file__).parent.parent / "fixtures"
-    assert main(["bench", str(fixtures), "--cases", "py_add_method", "--methods", "plain,prompt-lookup,spec",
-                 "--model", "smollm2-135m", "--dtype", "fp32", "--max-new-tokens", "80", "--json", str(out)]) == 0
+    chart = tmp_path / "speedup.png"
+    methods = ["plain", "prompt-lookup", "spec", "spec-k8", "spec-adaptive", "oracle", "spec-typical-0.3"]
+    assert main(["bench", str(fixtures), "--cases", "py_add_method", "--methods", ",".join(methods),
+                 "--model", "smollm2-135m", "--dtype", "fp32", "--max-new-tokens", "80", "--json", str(out),
+                 "--chart", str(chart)]) == 0
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     records = json.loads(out.read_text())
-    assert [r["method"] for r in records] == ["plain", "prompt-lookup", "spec"]
+    assert [r["method"] for r in records] == methods
+    for r in records[2:6]:  # every exact drafting method gives plain's output
+        assert r["identical_to_plain"] is True, r["method"]
+    assert records[2]["candidate_is_output"] in (True, False)  # merge drafting reports its candidate
+    records = records[:3]
     for r in records:
         for key in ("case", "method", "wall_s", "ttft_s", "target_passes", "new_tokens", "output", "exact"):
             assert key in r

@@ -3,7 +3,7 @@ import random
 import pytest
 
 from apply_edit.decoding import Decoding, greedy_decode
-from apply_edit.draft_length import AdaptiveK, CostCurve, best_k, expected_tokens
+from apply_edit.draft_length import MIN_CAP, AdaptiveK, CostCurve, RegionAdaptiveK, best_k, expected_tokens
 from test_engine import oracle, random_model
 
 # Shaped like the default model's bf16 curve here: long drafts cost little more than short ones.
@@ -52,5 +52,63 @@ def test_adaptive_policy_keeps_the_engine_exact():
         return [t if rng.random() < 0.85 else (t + 1) % 6 for t in good]
 
     run = Decoding(random_model(5, 6), sometimes_right, [1], 80, k=AdaptiveK(FLAT))
+    assert run.run() == plain
+    assert run.stats.target_passes < 80
+
+
+class FakeCopy:
+    """Stands in for the copy proposer's locate(): the reference position of the last draft."""
+
+    def __init__(self):
+        self.position, self.match = None, 0
+
+    def locate(self):
+        return self.position, self.match
+
+
+def test_region_policy_keeps_one_estimate_per_region():
+    copy = FakeCopy()
+    region_of = [0] * 1000 + [1] * 1000 + [2] * 1000  # region 1 is edited
+    policy = RegionAdaptiveK(FLAT, copy.locate, region_of, edited=[False, True, False])
+    for pos in range(0, 90, 10):  # untouched region 0 copies perfectly: long drafts
+        copy.position, copy.match = pos, 50
+        k = policy.next_k()
+        policy.feedback(k, k)
+    long_k = policy.next_k()
+    assert long_k == 64
+    copy.position = 1200  # entering the edited region: its own, more careful estimate
+    policy.feedback(long_k, 0)
+    edited_k = policy.next_k()
+    assert edited_k < long_k
+    for _ in range(4):
+        policy.feedback(policy.next_k(), 0)
+    assert policy.next_k() <= 4
+    copy.position = 2500  # untouched region 2 starts from what untouched code has shown: long again
+    policy.feedback(policy.next_k(), 0)
+    assert policy.next_k() == 64
+
+
+def test_region_policy_caps_drafts_after_a_short_match():
+    copy = FakeCopy()
+    policy = RegionAdaptiveK(FLAT, copy.locate, [0] * 5000, edited=[False])
+    for _ in range(10):  # the copy has been right all along
+        policy.feedback(64, 64)
+    copy.position, copy.match = 10, 1
+    policy.feedback(2, 2)  # the match behind the next draft: 3 tokens
+    assert policy.next_k() == MIN_CAP
+    copy.match = 30
+    policy.feedback(2, 2)
+    assert policy.next_k() == 64
+
+
+def test_region_policy_keeps_the_engine_exact():
+    from apply_edit.proposers import SuffixArrayProposer
+
+    plain = greedy_decode(random_model(9, 6), [1], 80)
+    noisy = [t if i % 7 else (t + 1) % 6 for i, t in enumerate(plain)]
+    proposer = SuffixArrayProposer([noisy])
+    policy = RegionAdaptiveK(FLAT, proposer.locate, [i // 20 for i in range(len(noisy))],
+                             edited=[i % 2 == 1 for i in range(5)])
+    run = Decoding(random_model(9, 6), proposer, [1], 80, k=policy)
     assert run.run() == plain
     assert run.stats.target_passes < 80

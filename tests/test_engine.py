@@ -189,3 +189,27 @@ def test_draft_probabilities_are_used_for_acceptance():
     run = Decoding(model, SameAsTarget(), [0], 30, k=1, sampling=Sampling(temperature=1.0), rng=random.Random(0))
     run.run()
     assert run.stats.accepted_tokens == run.stats.drafted_tokens
+
+
+def test_typical_acceptance_accepts_likely_drafts_and_is_off_by_default():
+    # Sharp model: the argmax carries most mass, the runner-up some. A drafter that always proposes the
+    # runner-up is rejected by exact decoding and accepted by typical acceptance at a low threshold.
+    plain = greedy_decode(random_model(4, 5, sharp=3.0), [1], 30)
+
+    def runner_up(seq, k):
+        out, seq = [], list(seq)
+        for _ in range(k):
+            dist = random_model(4, 5, sharp=3.0).next_dist(seq)
+            tok = sorted(range(5), key=dist.__getitem__)[-2]
+            out.append(tok)
+            seq.append(tok)
+        return out
+
+    exact = Decoding(random_model(4, 5, sharp=3.0), runner_up, [1], 30, k=4)
+    assert exact.run() == plain and exact.stats.accepted_tokens == 0
+    loose = Decoding(random_model(4, 5, sharp=3.0), runner_up, [1], 30, k=4, typical_threshold=0.01)
+    assert loose.run() != plain and loose.stats.accepted_tokens > 0
+    strict = Decoding(random_model(4, 5, sharp=3.0), runner_up, [1], 30, k=4, typical_threshold=1.0)
+    assert strict.run() == plain
+    with pytest.raises(ValueError):
+        Decoding(random_model(4, 5), runner_up, [1], 30, sampling=Sampling(temperature=1.0), typical_threshold=0.5)

@@ -96,3 +96,30 @@ def test_prompt_lookup_baseline_runs_on_the_same_model(applier):
     plain = applier.stream(request_for(case), ApplyOptions(method="plain", max_new_tokens=60)).result()
     assert text and run.stats.target_passes >= 1
     assert text[:100] == plain[:100]
+
+
+@pytest.mark.parametrize("drafting", ["merge", "copy"])
+def test_every_drafting_mode_equals_plain_greedy(applier, drafting):
+    case = load_case(FIXTURES / "ts_add_interface_field")
+    plain = applier.stream(request_for(case), ApplyOptions(method="plain", max_new_tokens=120))
+    plain.result()
+    spec = applier.stream(request_for(case), ApplyOptions(drafting=drafting, max_new_tokens=120))
+    spec.result()
+    assert spec.tokens == plain.tokens
+    assert (spec.candidate is not None) == (drafting == "merge")
+
+
+def test_drafting_plan_labels_every_reference_position(target):
+    from apply_edit.drafting import plan_drafting
+
+    case = load_case(FIXTURES / "py_add_method")
+    plan = plan_drafting(target.tokenizer, case.original, case.update, "python", closing="</updated-code>")
+    assert len(plan.region_of) == len(plan.proposer.text)
+    separators = plan.proposer.text < 0
+    assert (plan.region_of[separators] == -1).all() and (plan.region_of[~separators] >= 0).all()
+    assert len(plan.edited) == len(plan.regions) + 1 and plan.edited[-1]  # the snippet is a region of its own
+    assert any(plan.edited[:-1]) and not all(plan.edited[:-1])
+    # The candidate is the first reference: copying starts in the merged file.
+    tokens = plan.proposer.text.tolist()
+    first_ref = tokens[:next(i for i, t in enumerate(tokens) if t < 0)]
+    assert target.tokenizer.decode(first_ref) == plan.candidate.text + "</updated-code>"

@@ -165,6 +165,9 @@ def test_queue_full_is_refused_with_a_retry_hint(target):
     (dict(original="x = 1\n", update="x = 2\n"), dict(method="beam"), "unknown method"),
     (dict(original="x = 1\n", update="x = 2\n"), dict(temperature=-1.0), "temperature"),
     (dict(original="x = 1\n", update="x = 2\n"), dict(k_max=10_000), "k must be"),
+    (dict(original="x = 1\n", update="x = 2\n"), dict(drafting="psychic"), "unknown drafting"),
+    (dict(original="x = 1\n", update="x = 2\n"),
+     dict(acceptance=pb.ACCEPTANCE_MODE_TYPICAL, temperature=0.7), "typical acceptance is greedy only"),
     (dict(original="x = 1\n", update="x = 2\n"), dict(max_new_tokens=10_000_000), "too long"),
     (dict(original="x" * 300_000, update="x"), {}, "at most 200000 bytes"),
 ])

@@ -20,7 +20,11 @@ class RemoteError(RuntimeError):
 
 
 def request_message(request: ApplyRequest, options: ApplyOptions) -> pb.ApplyRequest:
-    opts = pb.ApplyOptions(method=options.method, max_new_tokens=options.max_new_tokens or 0, k_max=options.k)
+    opts = pb.ApplyOptions(method=options.method, max_new_tokens=options.max_new_tokens or 0, k_max=options.k,
+                           drafting=options.drafting)
+    if options.acceptance == "typical":
+        opts.acceptance = pb.ACCEPTANCE_MODE_TYPICAL
+        opts.typical_threshold = options.typical_threshold
     if options.temperature:
         opts.temperature = options.temperature
     if options.top_p < 1.0:

@@ -60,6 +60,9 @@ def to_apply(msg: pb.ApplyRequest, model_name: str, max_request_bytes: int, defa
         temperature=o.temperature if o.HasField("temperature") else 0.0,
         top_p=o.top_p if o.HasField("top_p") else 1.0,
         seed=o.seed if o.HasField("seed") else None,
+        drafting=o.drafting or "merge",
+        acceptance="typical" if o.acceptance == pb.ACCEPTANCE_MODE_TYPICAL else "exact",
+        typical_threshold=o.typical_threshold if o.HasField("typical_threshold") else ApplyOptions.typical_threshold,
     )
     try:
         options.validate()
