@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Sequence
 
+from .merge import merge
+
 LANGUAGES = {
     ".py": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "jsx",
     ".ts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust", ".java": "java", ".c": "c", ".h": "c",
@@ -38,7 +40,7 @@ class PromptFormat:
     """How a request becomes a chat: the user message, the pre-filled answer start, the closing line."""
 
     name: str
-    user: str  # str.format template: {instruction_block} {original} {update} {lang}
+    user: str  # str.format template: {instruction_block} {original} {update} {lang} {merged}
     answer_open: str  # pre-filled at the start of the assistant turn
     close: str  # the output ends at a line starting with this
     system: str = SYSTEM
@@ -72,6 +74,12 @@ FORMATS = {
             answer_open="<updated-code>\n", close="</updated-code>",
         ),
         PromptFormat(
+            "tags-draft",
+            user=TAGS_USER + "\n\n<draft>\n{merged}</draft>\n\nThe draft is a mechanical merge of the update into "
+                             "the code and may be wrong. Write the correct updated code, from its first line to its last.",
+            answer_open="<updated-code>\n", close="</updated-code>",
+        ),
+        PromptFormat(
             "tags-example", user=TAGS_USER, answer_open="<updated-code>\n", close="</updated-code>",
             example=(
                 TAGS_USER.format(instruction_block="", original=_EXAMPLE_ORIGINAL, update=_EXAMPLE_UPDATE),
@@ -80,7 +88,7 @@ FORMATS = {
         ),
     ]
 }
-DEFAULT_FORMAT = "tags"
+DEFAULT_FORMAT = "tags-draft"
 
 
 def _with_newline(text: str) -> str:
@@ -91,8 +99,9 @@ def build_prompt(tokenizer, fmt: PromptFormat, original: str, update: str, instr
                  language: str = "") -> str:
     """The full prompt text, ending with the pre-filled start of the answer."""
     instruction_block = f"<instruction>{instruction.strip()}</instruction>\n\n" if instruction.strip() else ""
+    merged = _with_newline(merge(original, update).text) if "{merged}" in fmt.user else ""
     user = fmt.user.format(instruction_block=instruction_block, original=_with_newline(original),
-                           update=_with_newline(update), lang=language)
+                           update=_with_newline(update), lang=language, merged=merged)
     messages = [{"role": "system", "content": fmt.system}]
     if fmt.example:
         messages += [{"role": "user", "content": fmt.example[0]}, {"role": "assistant", "content": fmt.example[1]}]
