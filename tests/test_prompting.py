@@ -120,3 +120,11 @@ def test_detokenizer_flush_releases_a_character_cut_by_the_token_limit(tokenizer
     text = "".join(detok.push([i]) for i in ids[:-1])  # the emoji's last byte never comes
     text += detok.flush()
     assert text == tokenizer.decode(ids[:-1])
+
+
+def test_draft_prompt_shows_the_merge_candidate(tokenizer):
+    original = "import os\n\n\ndef area(w, h):\n    return w * h\n"
+    update = "# ... existing code ...\ndef area(w, h, scale=1):\n    return w * h * scale\n"
+    prompt = build_prompt(tokenizer, FORMATS["tags-draft"], original, update)
+    draft = prompt[prompt.index("<draft>\n") + len("<draft>\n"):prompt.index("</draft>")]
+    assert draft == "import os\n\n\ndef area(w, h, scale=1):\n    return w * h * scale\n"
