@@ -1,10 +1,12 @@
 """A deterministic merge of the original and the lazy snippet: the first thing the drafter copies from.
 
-The snippet is split at its marker comments (`// ... existing code ...`) into hunks. Each hunk is
-anchored in the original by its context lines (lines it shares with the original, in order, after the
-previous hunk); the original span between its first and last anchor is replaced by the hunk, and what the
-markers stand for is kept. Lines at the hunk's edges that look like an edited version of the original
-line next to the anchor replace that line (a changed signature above an unchanged body).
+The snippet is split at its marker comments (`// ... existing code ...`) into hunks, and each hunk, in
+order, is placed on the span of the original it fits best: a fitting alignment in which skipping
+original lines before and after the span is free (the markers stand for them), a line equal to an
+original line matches it, a line that looks like an edited version of one replaces it (a changed
+signature, a renamed variable), and every other hunk line is new. Inside the span, original lines the
+hunk leaves out are deleted. A hunk opens with context, so when its first line occurs in the original
+the span starts at one of those occurrences.
 
 The candidate only guides drafting: the target verifies every token, so a wrong merge costs speed, never
 correctness. Where it is right, edited regions draft as well as untouched ones.
@@ -74,7 +76,7 @@ def _hunks(update_lines: list[str]) -> tuple[list[list[str]], bool]:
     """Runs of non-marker lines (blank lines at their ends dropped), and whether the snippet starts
     with a marker."""
     hunks, current = [], []
-    for line in update_lines + ["// ...\n"]:
+    for line in update_lines + ["// ...\n"]:  # a closing marker flushes the last hunk
         if is_marker(line):
             while current and not current[-1].strip():
                 current.pop()
