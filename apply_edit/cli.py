@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from .apply import ACCEPTANCE, DRAFTING, METHODS, ApplyError, ApplyOptions, ApplyRequest
-from .prompting import DEFAULT_FORMAT, FORMATS
+from .prompting import DEFAULT_FORMAT, FORMATS, language_of
 
 
 class CliError(Exception):
@@ -123,8 +123,13 @@ def cmd_apply(args) -> int:
         diff = difflib.unified_diff(original.splitlines(True), run.text.splitlines(True), f"a/{path.name}", f"b/{path.name}")
         sys.stdout.writelines(diff)
     if args.in_place:
+        from .guard import check_output
+
+        refusal = None if args.force else check_output(original, update, run.text, request.language or language_of(args.file))
         if run.text == original:
             _log("no change; file left as it was")
+        elif refusal:
+            raise CliError(f"not writing {path}: {refusal}; the file is unchanged (--force writes it anyway)")
         else:
             try:
                 write_atomic(path, run.text, expect=before)
@@ -181,9 +186,23 @@ def _load_run(args, cases, methods) -> int:
     return 1 if any(r.error for r in records) else 0
 
 
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name other than localhost: it may resolve anywhere
+        return False
+
+
 def cmd_serve(args) -> int:
     from .service.server import ApplyServer
 
+    if not _is_loopback(args.host) and not args.allow_remote:
+        raise CliError(f"--host {args.host} is reachable from other machines and the API has no auth yet; "
+                       f"pass --allow-remote to bind it anyway (default: 127.0.0.1)")
     _quiet_transformers()
     server = ApplyServer(args.model, host=args.host, port=args.port, dtype=args.dtype, max_queue=args.max_queue,
                          k=args.k, metrics_port=args.metrics_port or None, log=_log)
@@ -242,6 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instruction", help="one line saying what the edit does")
     p.add_argument("--language", help="language name (default: from the file extension)")
     p.add_argument("-i", "--in-place", action="store_true", help="rewrite FILE atomically; show progress and a diff")
+    p.add_argument("--force", action="store_true",
+                   help="with -i: write even when the result does not parse or drops much of the file")
     p.add_argument("--method", default="spec", choices=METHODS)
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--top-p", type=float, default=1.0)
@@ -256,7 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_apply)
 
     p = sub.add_parser("serve", help="serve the ApplyEdit gRPC API (health, reflection, metrics)")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="loopback only unless --allow-remote")
+    p.add_argument("--allow-remote", action="store_true", help="allow a --host other machines can reach")
     p.add_argument("--port", type=int, default=50051)
     p.add_argument("--max-queue", type=int, default=8, help="requests that may wait for the model; more are refused")
     p.add_argument("--metrics-port", type=int, default=0, help="serve Prometheus metrics on this port (0: off)")

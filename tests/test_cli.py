@@ -50,6 +50,8 @@ def test_write_atomic_failure_leaves_original(tmp_path, monkeypatch):
 @pytest.mark.parametrize("argv, message", [
     (["apply", "missing.py", "--update", "missing.py"], "does not exist"),
     (["bench", "no-such-dir"], "not a directory"),
+    (["serve", "--host", "0.0.0.0"], "--allow-remote"),
+    (["serve", "--host", "build-box.example"], "--allow-remote"),
     (["bench", "fixtures", "--methods", "spec-k8,spec-typical-7"], "unknown method"),
     (["model", "fetch", "gpt-17"], "unknown model"),
 ])
@@ -74,9 +76,15 @@ def test_apply_in_place_end_to_end(tmp_path):
     f.write_text((src / "original.py").read_text())
     os.chmod(f, 0o640)
     exe = Path(sys.executable).parent / "apply-edit"
-    done = subprocess.run([str(exe), "apply", str(f), "--update", str(src / "update.py"), "-i",
-                           "--model", "smollm2-135m", "--max-new-tokens", "400"],
-                          capture_output=True, text=True, timeout=600)
+    argv = [str(exe), "apply", str(f), "--update", str(src / "update.py"), "-i", "--model", "smollm2-135m",
+            "--max-new-tokens", "120"]
+    # 120 tokens cannot hold the file: the output guard refuses to write what would drop most of it.
+    refused = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 1
+    reason = [line for line in refused.stderr.splitlines() if line.startswith("apply-edit: error:")]
+    assert len(reason) == 1 and "not writing" in reason[0] and "--force" in reason[0]
+    assert f.read_text() == (src / "original.py").read_text()
+    done = subprocess.run(argv + ["--force"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "target passes" in done.stderr
     new = f.read_text()

@@ -215,7 +215,9 @@ def test_cli_apply_through_the_server_in_place(server, tmp_path):
     f = tmp_path / "cache.py"
     f.write_text(CASE.original)
     exe = Path(sys.executable).parent / "apply-edit"
-    args = [str(exe), "apply", str(f), "--update", str(CASE.path.parent / "update.py"), "-i", "--max-new-tokens", "60"]
+    # 60 tokens cut the file short, which the output guard refuses; --force writes it (the same way twice).
+    args = [str(exe), "apply", str(f), "--update", str(CASE.path.parent / "update.py"), "-i", "--max-new-tokens", "60",
+            "--force"]
     remote = subprocess.run(args + ["--server", f"127.0.0.1:{server.port}"], capture_output=True, text=True, timeout=300)
     assert remote.returncode == 0, remote.stderr
     remote_text = f.read_text()

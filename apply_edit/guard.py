@@ -1,0 +1,37 @@
+"""The output guard: reasons not to overwrite a file with a rewrite that looks broken.
+
+Two checks, before an in-place write:
+- the original parses without errors (tree-sitter) and the result does not;
+- the result drops more than `max_dropped` of the original's non-blank lines that the snippet does not
+  remove (what the merge candidate keeps is what the snippet keeps): a model that stops early or skips
+  a block loses code silently otherwise.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .merge import merge, split_lines
+from .regions import _parser
+
+MAX_DROPPED = 0.2
+
+
+def _code_lines(text: str) -> Counter:
+    return Counter(line.strip() for line in split_lines(text) if line.strip())
+
+
+def check_output(original: str, update: str, result: str, language: str, max_dropped: float = MAX_DROPPED) -> str | None:
+    """Why the result should not be written, or None when it looks sound."""
+    parser = _parser(language)
+    if parser is not None and result.strip():
+        if not parser.parse(original.encode()).root_node.has_error and parser.parse(result.encode()).root_node.has_error:
+            return f"the result does not parse as {language} (the original does)"
+    kept_by_snippet = _code_lines(merge(original, update).text)
+    meant_to_keep = _code_lines(original) & kept_by_snippet
+    dropped = sum((meant_to_keep - _code_lines(result)).values())
+    total = sum(_code_lines(original).values())
+    if total and dropped > max_dropped * total:
+        return (f"the result drops {dropped} of the original's {total} lines that the snippet does not remove "
+                f"(more than {max_dropped:.0%})")
+    return None
