@@ -19,6 +19,7 @@ import torch
 from .decoding import Decoding, DecodeStats, Sampling, no_draft
 from .draft_length import AdaptiveK, CostCurve, RegionAdaptiveK, cached_cost
 from .drafting import DraftPlan, plan_drafting
+from .merge import MergeCandidate, merge
 from .models.registry import cache_root
 from .models.transformers_target import TransformersTarget
 from .prompting import (DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop,
@@ -183,11 +184,11 @@ class Applier:
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
-    def prompt_ids(self, request: ApplyRequest, options: ApplyOptions) -> list[int]:
+    def prompt_ids(self, request: ApplyRequest, options: ApplyOptions, candidate: MergeCandidate | None = None) -> list[int]:
         fmt = FORMATS[options.prompt_format]
         language = request.language or language_of(request.path)
         return self._encode(build_prompt(self.tokenizer, fmt, request.original, request.update,
-                                         request.instruction, language))
+                                         request.instruction, language, candidate.text if candidate else None))
 
     def stream(self, request: ApplyRequest, options: ApplyOptions | None = None, proposer=None) -> ApplyRun:
         """Start an apply. `proposer` replaces the copy drafter (the bench's oracle uses it)."""
@@ -196,7 +197,11 @@ class Applier:
         request.validate()
         start = time.perf_counter()
         fmt = FORMATS[options.prompt_format]
-        prompt = self.prompt_ids(request, options)
+        # One merge serves both the prompt (formats that show it) and merge drafting.
+        drafts_from_merge = proposer is None and options.method in ("spec", "spec-fixed") and options.drafting == "merge"
+        candidate = merge(request.original, request.update) if drafts_from_merge or "{merged}" in fmt.user else None
+        merge_s = time.perf_counter() - start if drafts_from_merge else 0.0  # part of the drafting plan's cost
+        prompt = self.prompt_ids(request, options, candidate)
         original_ids, update_ids = self._encode(request.original), self._encode(request.update)
         max_new = options.max_new_tokens or len(original_ids) + len(update_ids) + 64
         limit = getattr(self.target.model.config, "max_position_embeddings", None)
@@ -215,9 +220,9 @@ class Applier:
             elif proposer is None:
                 t0 = time.perf_counter()
                 plan = plan_drafting(self.tokenizer, request.original, request.update,
-                                     request.language or language_of(request.path), options.drafting == "merge",
-                                     closing=fmt.close)
-                proposer, stats.plan_s = plan.proposer, time.perf_counter() - t0
+                                     request.language or language_of(request.path),
+                                     candidate if drafts_from_merge else None, closing=fmt.close)
+                proposer, stats.plan_s = plan.proposer, time.perf_counter() - t0 + merge_s
             stop = TextStop(self.tokenizer, "\n" + fmt.close)
             blocks = self._speculative(prompt, proposer, self._draft_length(options, plan), max_new, options, stop,
                                        stats)

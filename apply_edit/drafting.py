@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .merge import MergeCandidate, merge, split_lines
+from .merge import MergeCandidate, split_lines
 from .proposers import SuffixArrayProposer
 from .regions import Region, region_of_line, regions
 
@@ -37,13 +37,13 @@ def _token_lines(tokenizer, text: str) -> tuple[list[int], list[int]]:
     return enc["input_ids"], [bisect.bisect_right(line_starts, a) - 1 for a, _ in enc["offset_mapping"]]
 
 
-def plan_drafting(tokenizer, original: str, update: str, language: str, use_merge: bool = True,
+def plan_drafting(tokenizer, original: str, update: str, language: str, candidate: MergeCandidate | None,
                   closing: str = "") -> DraftPlan:
-    """`closing`: what the model writes after the file (the answer's closing tag); the candidate ends with
-    it, so the last pass drafts the end of the answer too."""
+    """`candidate`: the merge to draft from first, or None for copy drafting. `closing`: what the model
+    writes after the file (the answer's closing tag); the candidate ends with it, so the last pass drafts
+    the end of the answer too."""
     spans = regions(original, language)
     snippet_region = len(spans)
-    candidate = merge(original, update) if use_merge else None
     edited = [False] * (len(spans) + 1)
     edited[snippet_region] = True
 

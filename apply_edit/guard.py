@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .merge import merge, split_lines
-from .regions import _parser
+from .regions import parser_for
 
 MAX_DROPPED = 0.2
 
@@ -23,7 +23,7 @@ def _code_lines(text: str) -> Counter:
 
 def check_output(original: str, update: str, result: str, language: str, max_dropped: float = MAX_DROPPED) -> str | None:
     """Why the result should not be written, or None when it looks sound."""
-    parser = _parser(language)
+    parser = parser_for(language)
     if parser is not None and result.strip():
         if not parser.parse(original.encode()).root_node.has_error and parser.parse(result.encode()).root_node.has_error:
             return f"the result does not parse as {language} (the original does)"

@@ -96,10 +96,13 @@ def _with_newline(text: str) -> str:
 
 
 def build_prompt(tokenizer, fmt: PromptFormat, original: str, update: str, instruction: str = "",
-                 language: str = "") -> str:
-    """The full prompt text, ending with the pre-filled start of the answer."""
+                 language: str = "", merged: str | None = None) -> str:
+    """The full prompt text, ending with the pre-filled start of the answer. `merged`: the merge candidate
+    when the caller already has it (formats that show it compute it otherwise)."""
     instruction_block = f"<instruction>{instruction.strip()}</instruction>\n\n" if instruction.strip() else ""
-    merged = _with_newline(merge(original, update).text) if "{merged}" in fmt.user else ""
+    if "{merged}" in fmt.user and merged is None:
+        merged = merge(original, update).text
+    merged = _with_newline(merged or "")
     user = fmt.user.format(instruction_block=instruction_block, original=_with_newline(original),
                            update=_with_newline(update), lang=language, merged=merged)
     messages = [{"role": "system", "content": fmt.system}]

@@ -35,7 +35,7 @@ class Region:
 
 
 @lru_cache(maxsize=None)
-def _parser(language: str):
+def parser_for(language: str):
     if language not in GRAMMARS:
         return None
     try:
@@ -49,7 +49,7 @@ def _parser(language: str):
 def regions(text: str, language: str) -> list[Region]:
     """The file's regions, in order, covering every line."""
     n_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    parser = _parser(language)
+    parser = parser_for(language)
     starts: list[tuple[int, str]] = []
     if parser is not None:
         tree = parser.parse(text.encode("utf-8"))

@@ -111,9 +111,11 @@ def test_every_drafting_mode_equals_plain_greedy(applier, drafting):
 
 def test_drafting_plan_labels_every_reference_position(target):
     from apply_edit.drafting import plan_drafting
+    from apply_edit.merge import merge
 
     case = load_case(FIXTURES / "py_add_method")
-    plan = plan_drafting(target.tokenizer, case.original, case.update, "python", closing="</updated-code>")
+    plan = plan_drafting(target.tokenizer, case.original, case.update, "python", merge(case.original, case.update),
+                         closing="</updated-code>")
     assert len(plan.region_of) == len(plan.proposer.text)
     separators = plan.proposer.text < 0
     assert (plan.region_of[separators] == -1).all() and (plan.region_of[~separators] >= 0).all()

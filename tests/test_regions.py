@@ -3,7 +3,7 @@
 import pytest
 
 from apply_edit.cases import load_cases
-from apply_edit.regions import _parser, region_of_line, regions
+from apply_edit.regions import parser_for, region_of_line, regions
 from conftest import FIXTURES
 
 PY = '''import os
@@ -31,7 +31,7 @@ def helper():
 
 @pytest.mark.parametrize("language", ["python", "javascript", "typescript", "tsx", "go", "rust", "java"])
 def test_grammars_load_offline(language):
-    assert _parser(language) is not None
+    assert parser_for(language) is not None
 
 
 def test_python_regions_split_classes_into_members():
