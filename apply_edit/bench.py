@@ -13,13 +13,14 @@ import re
 import statistics
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import torch
 
 from .apply import METHODS, Applier, ApplyOptions, ApplyRequest
 from .cases import EditCase
+from .files import write_atomic
 from .proposers import SuffixArrayProposer
 
 NEAR_TIE_LOGIT_GAP = 0.25  # ~ two bf16 steps at the logit magnitudes seen here
@@ -46,6 +47,13 @@ class Record:
         d = {k: v for k, v in self.__dict__.items() if k not in ("stats", "tokens")}
         d.update({k: v for k, v in self.stats.items() if k not in d and k != "blocks"})
         return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> Record:
+        """Inverse of to_json (without the token ids, which are not written)."""
+        names = {f.name for f in fields(cls)} - {"stats", "tokens"}
+        return cls(**{k: v for k, v in d.items() if k in names},
+                   stats={k: v for k, v in d.items() if k not in names})
 
 
 def request_for(case: EditCase) -> ApplyRequest:
@@ -113,7 +121,11 @@ def divergence(applier: Applier, case: EditCase, options: ApplyOptions, plain: l
             "top2_logit_gap": gap, "kind": "near-tie" if near_tie else "divergence"}
 
 
-def run_bench(applier: Applier, cases: list[EditCase], methods: list[str], options: ApplyOptions, log=print) -> list[Record]:
+def run_bench(applier: Applier, cases: list[EditCase], methods: list[str], options: ApplyOptions, log=print,
+              on_case=None) -> list[Record]:
+    """Every method on every case; `on_case(records)` is called as each case completes (to save progress)."""
+    if not cases:
+        return []
     # Warm-up: the first forward passes of a fresh process are slow (allocation, kernel selection).
     applier.stream(request_for(cases[0]), replace(options, method="plain", max_new_tokens=4)).result()
     applier.cost_curve()  # measured once per model and dtype, before any timed run
@@ -133,6 +145,8 @@ def run_bench(applier: Applier, cases: list[EditCase], methods: list[str], optio
                     rec.divergence = divergence(applier, case, options, plain.tokens, rec.tokens)
         for rec in by_method.values():
             log(format_row(rec))
+        if on_case is not None:
+            on_case(list(by_method.values()))
     return records
 
 
@@ -178,7 +192,17 @@ def summary(records: list[Record], methods: list[str]) -> str:
 
 
 def write_json(records: list[Record], path: str | Path) -> None:
-    Path(path).write_text(json.dumps([r.to_json() for r in records], indent=1) + "\n")
+    write_atomic(Path(path), json.dumps([r.to_json() for r in records], indent=1) + "\n")
+
+
+def completed_records(path: str | Path, methods: list[str]) -> list[Record]:
+    """The records of a previous run's JSON for the cases it completed with every one of `methods`: a long
+    bench can be stopped and resumed without redoing them (each case's methods still run side by side)."""
+    records = [Record.from_json(d) for d in json.loads(Path(path).read_text())]
+    by_case: dict[str, dict[str, Record]] = {}
+    for r in records:
+        by_case.setdefault(r.case, {})[r.method] = r
+    return [runs[m] for runs in by_case.values() if all(m in runs for m in methods) for m in methods]
 
 
 def write_chart(records: list[Record], methods: list[str], path: str | Path) -> None:

@@ -145,7 +145,7 @@ def cmd_apply(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .bench import HEADER, is_bench_method, run_bench, summary, write_chart, write_json
+    from .bench import HEADER, completed_records, is_bench_method, run_bench, summary, write_chart, write_json
     from .cases import load_cases
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -156,16 +156,30 @@ def cmd_bench(args) -> int:
     cases = load_cases(args.cases_dir, args.cases.split(",") if args.cases else None)
     if args.server:
         return _load_run(args, cases, methods)
+    records: list = []
+    if args.resume:
+        if not args.json:
+            raise CliError("--resume continues the run saved in --json OUT: give --json")
+        if Path(args.json).exists():
+            wanted = {c.name for c in cases}
+            records = [r for r in completed_records(args.json, methods) if r.case in wanted]
+    done = {r.case for r in records}
+    todo = [c for c in cases if c.name not in done]
     applier = _load_applier(args)
-    _log(f"{len(cases)} cases x {len(methods)} methods, k={args.k}, prompt={args.prompt_format}")
+    _log(f"{len(todo)} cases x {len(methods)} methods ({len(done)} done before), k={args.k}, prompt={args.prompt_format}")
     print(HEADER, flush=True)
-    records = run_bench(applier, cases, methods, _options(args, "spec"), log=lambda s: print(s, flush=True))
+
+    def save(case_records):
+        records.extend(case_records)
+        if args.json:
+            write_json(records, args.json)
+
+    run_bench(applier, todo, methods, _options(args, "spec"), log=lambda s: print(s, flush=True), on_case=save)
     print(summary(records, methods))
     for r in records:
         if r.divergence:
             print(f"{r.case} {r.method}: differs from plain at token {r.divergence['token_index']}: {r.divergence}")
     if args.json:
-        write_json(records, args.json)
         _log(f"wrote {args.json}")
     if args.chart:
         write_chart(records, methods, args.chart)
@@ -289,7 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("cases_dir")
     p.add_argument("--methods", default="plain,prompt-lookup,spec")
     p.add_argument("--cases", help="comma-separated case names (default: all)")
-    p.add_argument("--json", metavar="OUT", help="write the records as JSON")
+    p.add_argument("--json", metavar="OUT", help="write the records as JSON (saved after every case)")
+    p.add_argument("--resume", action="store_true",
+                   help="with --json: keep the cases OUT already holds for all --methods and run only the rest")
     p.add_argument("--chart", metavar="PNG", help="write a chart of speedup over plain per case (needs matplotlib)")
     p.add_argument("--server", metavar="HOST:PORT", help="load run against a running server instead")
     p.add_argument("--concurrency", type=int, default=4, help="with --server: parallel streams")

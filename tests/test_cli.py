@@ -53,6 +53,7 @@ def test_write_atomic_failure_leaves_original(tmp_path, monkeypatch):
     (["serve", "--host", "0.0.0.0"], "--allow-remote"),
     (["serve", "--host", "build-box.example"], "--allow-remote"),
     (["bench", "fixtures", "--methods", "spec-k8,spec-typical-7"], "unknown method"),
+    (["bench", "fixtures", "--resume"], "give --json"),
     (["model", "fetch", "gpt-17"], "unknown model"),
 ])
 def test_bad_input_is_one_clear_line(argv, message, capsys):
@@ -120,3 +121,14 @@ def test_bench_runs_methods_side_by_side_and_writes_records(tmp_path, capsys):
     assert spec["target_passes"] < plain["target_passes"] == plain["new_tokens"]
     table = capsys.readouterr().out
     assert "vs plain" in table and "py_add_method" in table
+
+    # Resumed: the saved case is kept as it was, only the new one runs.
+    assert main(["bench", str(fixtures), "--cases", "py_add_method,py_change_signature", "--methods", "plain,spec",
+                 "--model", "smollm2-135m", "--dtype", "fp32", "--max-new-tokens", "40", "--json", str(out),
+                 "--resume"]) == 0
+    resumed = json.loads(out.read_text())
+    assert [(r["case"], r["method"]) for r in resumed] == [("py_add_method", "plain"), ("py_add_method", "spec"),
+                                                          ("py_change_signature", "plain"),
+                                                          ("py_change_signature", "spec")]
+    assert resumed[0] == plain and resumed[1] == spec
+    assert "1 done before" in capsys.readouterr().err
