@@ -235,12 +235,12 @@ def write_chart(records: list[Record], methods: list[str], path: str | Path) -> 
     plt.close(fig)
 
 
-def run_load(address: str, cases: list[EditCase], options: ApplyOptions, concurrency: int, repeat: int = 1,
-             wait_s: float = 300.0) -> tuple[list[Record], float]:
-    """Send every case `repeat` times over `concurrency` parallel streams; client-side times per request."""
-    from .service.client import RemoteError, RemoteRun, connect
+def run_load(channel, cases: list[EditCase], options: ApplyOptions, concurrency: int,
+             repeat: int = 1) -> tuple[list[Record], float]:
+    """Send every case `repeat` times over `concurrency` parallel streams on `channel` (service.client.connect);
+    client-side times per request."""
+    from .service.client import RemoteError, RemoteRun
 
-    channel = connect(address, wait_s=wait_s)
     work = [case for _ in range(repeat) for case in cases]
     records: list[Record] = []
     lock = threading.Lock()

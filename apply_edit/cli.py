@@ -81,12 +81,20 @@ class Progress:
             sys.stderr.write("\n")
 
 
+def _connect(args, address: str, wait_s: float):
+    from .service.client import connect
+    from .service.security import read_token
+
+    token = read_token(args.token_file) if args.token_file else None
+    return connect(address, wait_s, tls=args.tls, tls_ca=args.tls_ca, token=token)
+
+
 def _start_run(args, request: ApplyRequest):
     """A streaming run, local (model loaded here) or on a server (--server): same interface."""
     if args.server:
-        from .service.client import RemoteRun, connect
+        from .service.client import RemoteRun
 
-        return RemoteRun(connect(args.server, args.wait), request, _options(args), timeout=args.timeout)
+        return RemoteRun(_connect(args, args.server, args.wait), request, _options(args), timeout=args.timeout)
     return _load_applier(args).stream(request, _options(args))
 
 
@@ -193,36 +201,41 @@ def _load_run(args, cases, methods) -> int:
     if len(methods) != 1:
         raise CliError("a load run (--server) takes exactly one method")
     _log(f"load run: {len(cases)} cases x {args.repeat} against {args.server}, concurrency {args.concurrency}")
-    records, wall = run_load(args.server, cases, _options(args, methods[0]), args.concurrency, args.repeat)
+    channel = _connect(args, args.server, wait_s=300)
+    records, wall = run_load(channel, cases, _options(args, methods[0]), args.concurrency, args.repeat)
     print(load_summary(records, wall, args.concurrency))
     if args.json:
         write_json(records, args.json)
     return 1 if any(r.error for r in records) else 0
 
 
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:  # a host name other than localhost: it may resolve anywhere
-        return False
-
-
 def cmd_serve(args) -> int:
+    from .service.security import is_loopback, read_token
     from .service.server import ApplyServer
 
-    if not _is_loopback(args.host) and not args.allow_remote:
-        raise CliError(f"--host {args.host} is reachable from other machines and the API has no auth yet; "
-                       f"pass --allow-remote to bind it anyway (default: 127.0.0.1)")
+    remote = not is_loopback(args.host)
+    if remote and not args.allow_remote:
+        raise CliError(f"--host {args.host} is reachable from other machines; pass --allow-remote to bind it "
+                       f"(with --token-file and --tls-cert/--tls-key), or keep the default 127.0.0.1")
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise CliError("TLS needs both --tls-cert and --tls-key")
+    token = read_token(args.token_file) if args.token_file else None
+    if token and remote and not args.tls_cert:
+        raise CliError(f"--token-file on {args.host} without TLS would send the token in clear text; "
+                       f"add --tls-cert and --tls-key")
+    if args.max_request_mb <= 0:
+        raise CliError("--max-request-mb must be positive")
     _quiet_transformers()
     server = ApplyServer(args.model, host=args.host, port=args.port, dtype=args.dtype, max_queue=args.max_queue,
-                         k=args.k, metrics_port=args.metrics_port or None, log=_log)
+                         k=args.k, metrics_port=args.metrics_port or None,
+                         max_request_bytes=int(args.max_request_mb * (1 << 20)),
+                         tls=(args.tls_cert, args.tls_key) if args.tls_cert else None, token=token, log=_log)
     port = server.start()
     server.stop_on_signals()
-    _log(f"apply-edit serving on {args.host}:{port} (health NOT_SERVING until the model is loaded)")
+    _log(f"apply-edit serving on {args.host}:{port}{' over TLS' if args.tls_cert else ''}"
+         f"{', bearer token required' if token else ''} (health NOT_SERVING until the model is loaded)")
+    if remote and not token:
+        _log(f"warning: no --token-file: anyone who can reach {args.host}:{port} can use this server")
     if args.metrics_port:
         _log(f"metrics on http://{args.host}:{args.metrics_port}/metrics")
     server.load_model()
@@ -265,6 +278,12 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--typical-threshold", type=float, default=ApplyOptions.typical_threshold)
 
 
+def _add_client_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tls", action="store_true", help="with --server: TLS, server verified by the system's CAs")
+    p.add_argument("--tls-ca", metavar="PEM", help="with --server: TLS, server verified by this CA certificate")
+    p.add_argument("--token-file", metavar="FILE", help="with --server: send the bearer token in FILE")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="apply-edit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -287,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=0.0, metavar="S",
                    help="with --server: wait up to S seconds for the server to be SERVING")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="with --server: deadline of the request")
+    _add_client_args(p)
     _add_model_args(p)
     p.set_defaults(func=cmd_apply)
 
@@ -296,6 +316,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=50051)
     p.add_argument("--max-queue", type=int, default=8, help="requests that may wait for the model; more are refused")
     p.add_argument("--metrics-port", type=int, default=0, help="serve Prometheus metrics on this port (0: off)")
+    p.add_argument("--max-request-mb", type=float, default=4.0,
+                   help="largest original + update + instruction accepted, in MiB (default 4)")
+    p.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (chain); needs --tls-key")
+    p.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="require 'authorization: Bearer <token>' on every call but health; the token is the file's content")
     _add_model_args(p)
     p.set_defaults(func=cmd_serve)
 
@@ -310,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--server", metavar="HOST:PORT", help="load run against a running server instead")
     p.add_argument("--concurrency", type=int, default=4, help="with --server: parallel streams")
     p.add_argument("--repeat", type=int, default=1, help="with --server: times each case is sent")
+    _add_client_args(p)
     _add_model_args(p)
     p.set_defaults(func=cmd_bench)
 

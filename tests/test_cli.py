@@ -54,6 +54,10 @@ def test_write_atomic_failure_leaves_original(tmp_path, monkeypatch):
     (["serve", "--host", "build-box.example"], "--allow-remote"),
     (["bench", "fixtures", "--methods", "spec-k8,spec-typical-7"], "unknown method"),
     (["bench", "fixtures", "--resume"], "give --json"),
+    (["serve", "--tls-cert", "server.crt"], "both --tls-cert and --tls-key"),
+    (["serve", "--token-file", "no-such-token"], "cannot read token file"),
+    (["apply", "README.md", "--update", "README.md", "--server", "10.0.0.7:1", "--token-file", "pyproject.toml"],
+     "printable ASCII"),
     (["model", "fetch", "gpt-17"], "unknown model"),
 ])
 def test_bad_input_is_one_clear_line(argv, message, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Iterator
 
 import grpc
@@ -11,6 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ..apply import ApplyOptions, ApplyRequest, ApplyStats
 from ..v1 import apply_edit_pb2 as pb
 from ..v1 import apply_edit_pb2_grpc as pb_grpc
+from .security import channel_credentials
 
 MiB = 1 << 20
 
@@ -35,22 +37,27 @@ def request_message(request: ApplyRequest, options: ApplyOptions) -> pb.ApplyReq
                            language=request.language, path=request.path, options=opts)
 
 
-def connect(address: str, wait_s: float = 0.0) -> grpc.Channel:
-    """A channel to `address`; with wait_s, block until the server's health says SERVING."""
-    channel = grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 64 * MiB),
-                                                      ("grpc.max_send_message_length", 64 * MiB)])
+def connect(address: str, wait_s: float = 0.0, tls: bool = False, tls_ca: str | Path | None = None,
+            token: str | None = None, max_message_bytes: int = 64 * MiB) -> grpc.Channel:
+    """A channel to `address` (TLS with `tls`/`tls_ca`, a bearer token with `token`); with wait_s, block
+    until the server's health says SERVING. Messages above max_message_bytes fail with RESOURCE_EXHAUSTED."""
+    limits = [("grpc.max_receive_message_length", max_message_bytes), ("grpc.max_send_message_length", max_message_bytes)]
+    credentials = channel_credentials(address, tls, tls_ca, token)
+    channel = (grpc.secure_channel(address, credentials, options=limits) if credentials
+               else grpc.insecure_channel(address, options=limits))
     if wait_s > 0:
         deadline = time.monotonic() + wait_s
         health = health_pb2_grpc.HealthStub(channel)
+        last = "not serving yet"
         while True:
             try:
                 status = health.Check(health_pb2.HealthCheckRequest(service=""), timeout=5).status
                 if status == health_pb2.HealthCheckResponse.SERVING:
                     break
-            except grpc.RpcError:
-                pass
+            except grpc.RpcError as exc:  # e.g. not listening yet, or a TLS handshake that cannot succeed
+                last = f"{exc.code().name}: {exc.details()}"
             if time.monotonic() > deadline:
-                raise RemoteError(f"server {address} was not serving within {wait_s:.0f}s")
+                raise RemoteError(f"server {address} was not serving within {wait_s:.0f}s ({last})")
             time.sleep(0.5)
     return channel
 

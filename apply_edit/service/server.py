@@ -3,6 +3,9 @@
 Health (`grpc.health.v1.Health`, for "" and for the ApplyEdit service) is NOT_SERVING until the model is
 loaded, SERVING after, and NOT_SERVING again once a graceful shutdown starts (in-flight requests finish,
 new ones are refused).
+
+Security (service/security.py): with `tls` (certificate and key files) the port speaks TLS; with `token`
+every call but health needs it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from grpc_reflection.v1alpha import reflection
 from ..apply import Applier, ApplyOptions
 from ..models.transformers_target import TransformersTarget, set_threads
 from .metrics import Metrics
+from .security import BearerTokenAuth, server_credentials
 from .servicer import SERVICE, ApplyEditServicer
 
 MiB = 1 << 20
@@ -26,16 +30,22 @@ MiB = 1 << 20
 class ApplyServer:
     def __init__(self, model: str, host: str = "127.0.0.1", port: int = 50051, dtype: str | None = None,
                  max_queue: int = 8, k: int = ApplyOptions.k, metrics_port: int | None = None,
-                 max_request_bytes: int = 4 * MiB, grace_s: float = 30.0, log=print):
+                 max_request_bytes: int = 4 * MiB, grace_s: float = 30.0, tls: tuple[str, str] | None = None,
+                 token: str | None = None, log=print):
         self.model_name, self.host, self.port, self.dtype = model, host, port, dtype
         self.metrics_port, self.grace_s, self.log = metrics_port, grace_s, log
+        self.credentials = server_credentials(*tls) if tls else None
         self.metrics = Metrics()
         self.servicer = ApplyEditServicer(model, self.metrics, max_queue=max_queue, default_k=k,
                                           max_request_bytes=max_request_bytes)
         self.health = health.HealthServicer()
         # Threads: the running request, the queue, and a few spare so that refusals are answered at once.
         limit = 2 * max_request_bytes + MiB  # above our own limit, so that we answer with a clear message
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_queue + 5),
+        def denied(method: str) -> None:
+            self.metrics.requests.labels("UNAUTHENTICATED", "unknown", "unknown").inc()
+
+        interceptors = [BearerTokenAuth(token, on_denied=denied)] if token else []
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_queue + 5), interceptors=interceptors,
                                   options=[("grpc.max_receive_message_length", limit),
                                            ("grpc.max_send_message_length", limit)])
         self.server.add_generic_rpc_handlers((self.servicer.handler(),))
@@ -51,9 +61,13 @@ class ApplyServer:
     def start(self) -> int:
         """Bind and start answering (health says NOT_SERVING until `load_model`); returns the port."""
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
-        self.port = self.server.add_insecure_port(f"{self.host}:{self.port}")
+        address = f"{self.host}:{self.port}"
+        if self.credentials:
+            self.port = self.server.add_secure_port(address, self.credentials)
+        else:
+            self.port = self.server.add_insecure_port(address)
         if not self.port:
-            raise OSError(f"could not bind {self.host}:{self.port}")
+            raise OSError(f"could not bind {address}")
         self.server.start()
         if self.metrics_port is not None:
             self.metrics.serve(self.host, self.metrics_port)
