@@ -46,11 +46,13 @@ class TransformersTarget:
         self.cached: list[int] = []
 
     @classmethod
-    def load(cls, name_or_path: str = DEFAULT_MODEL, dtype: str | torch.dtype | None = None, log=print):
+    def load(cls, name_or_path: str = DEFAULT_MODEL, dtype: str | torch.dtype | None = None, log=print,
+             full_hash: bool = False):
+        """full_hash: re-hash every cached file first (a long-lived server can afford the ~2 s)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         dtype = dtype if isinstance(dtype, torch.dtype) else parse_dtype(dtype)
-        path = resolve(name_or_path, log=log)
+        path = resolve(name_or_path, log=log, full_hash=full_hash)
         kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}
         where = path.parent if path.suffix == ".gguf" else path
         model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs)

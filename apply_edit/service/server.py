@@ -76,7 +76,8 @@ class ApplyServer:
     def load_model(self, target: TransformersTarget | None = None) -> None:
         if target is None:
             set_threads()
-            target = TransformersTarget.load(self.model_name, dtype=self.dtype, log=self.log)
+            # A server starts rarely and runs long: every cached weight file is re-hashed before serving.
+            target = TransformersTarget.load(self.model_name, dtype=self.dtype, log=self.log, full_hash=True)
         applier = Applier(target)
         applier.cost_curve()  # measure (or read) the verify-cost curve now, not in the first request
         self.servicer.applier = applier
