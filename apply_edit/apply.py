@@ -7,6 +7,7 @@ This is the one path that the CLI and the bench use (the gRPC service will too).
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -74,7 +75,8 @@ class ApplyOptions:
             raise ApplyError(f"unknown prompt format {self.prompt_format!r}; choose one of {', '.join(FORMATS)}")
         if not 0 <= self.k <= 256:
             raise ApplyError("k must be between 0 and 256")
-        if self.temperature < 0 or not 0 < self.top_p <= 1:
+        # Written so that NaN fails too (it passes every `<` check) and inf: both sample garbage.
+        if not (0 <= self.temperature < math.inf and 0 < self.top_p <= 1):
             raise ApplyError("temperature must be >= 0 and top_p in (0, 1]")
         if self.method == "prompt-lookup" and self.temperature > 0:
             raise ApplyError("prompt-lookup is the greedy baseline; use temperature 0")
@@ -173,7 +175,7 @@ class Applier:
         return self._cost
 
     def _draft_length(self, options: ApplyOptions, plan: DraftPlan | None):
-        if options.method == "plain":
+        if options.method == "plain" or options.k == 0:  # k 0: no drafts, whatever the method
             return 0
         if options.method == "spec-fixed":
             return options.k

@@ -60,6 +60,7 @@ def plan_drafting(tokenizer, original: str, update: str, language: str, candidat
         for origin in candidate.origin:
             last = origin if origin is not None else last
             line_region.append(region_of_line(spans, last))
+        line_region = line_region or [region_of_line(spans, 0)]  # an empty candidate: only the closing tag
         candidate_ids, candidate_lines = _token_lines(tokenizer, candidate.text + closing)
         refs.insert(0, candidate_ids)
         labels.insert(0, [line_region[min(line, len(line_region) - 1)] for line in candidate_lines])

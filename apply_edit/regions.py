@@ -34,10 +34,13 @@ class Region:
     kind: str  # a node type (a class's region is its header, up to its first member), "imports", "block"
 
 
-@lru_cache(maxsize=None)
 def parser_for(language: str):
-    if language not in GRAMMARS:
-        return None
+    """The tree-sitter parser for a language name, or None (unknown name or no grammar here)."""
+    return _parser(language) if language in GRAMMARS else None
+
+
+@lru_cache(maxsize=None)  # only names from GRAMMARS reach it: request text cannot grow the cache
+def _parser(language: str):
     try:
         from tree_sitter_language_pack import get_parser
 
