@@ -35,8 +35,13 @@ def write_atomic(path: Path, text: str, expect: tuple[int, str] | None = None) -
             os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
-        if expect is not None and fingerprint(path) != expect:
-            raise FileChangedError(f"{path} changed on disk during the rewrite; nothing was written")
+        if expect is not None:
+            try:
+                now = fingerprint(path)
+            except FileNotFoundError:
+                raise FileChangedError(f"{path} was removed during the rewrite; nothing was written") from None
+            if now != expect:
+                raise FileChangedError(f"{path} changed on disk during the rewrite; nothing was written")
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -44,8 +49,13 @@ def write_atomic(path: Path, text: str, expect: tuple[int, str] | None = None) -
         except FileNotFoundError:
             pass
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    # Make the rename itself durable. Best effort: the file is already replaced, so a failure here must not
+    # be reported as "nothing was written" (and some filesystems refuse to fsync a directory at all).
     try:
-        os.fsync(dir_fd)  # make the rename itself durable
-    finally:
-        os.close(dir_fd)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass

@@ -90,7 +90,8 @@ class RemoteRun:
                     self._take(response.stats)
                     complete = True
         except grpc.RpcError as exc:
-            raise RemoteError(f"{exc.code().name}: {exc.details()}") from None
+            gone = " (the server went away mid-stream)" if self.text and exc.code() == grpc.StatusCode.UNAVAILABLE else ""
+            raise RemoteError(f"{exc.code().name}: {exc.details()}{gone}") from None
         if not complete:
             raise RemoteError("the server ended the stream before the file was complete")
         self.stats.total_s = time.perf_counter() - self._start
