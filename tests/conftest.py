@@ -8,6 +8,15 @@ sys.path.insert(0, str(Path(__file__).parent))  # test modules share helpers (e.
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on right now (servers started by the tests bind it)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
 # CI: the same examples every run, so a failure is reproducible and never a fluke of the draw.
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):

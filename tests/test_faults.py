@@ -34,7 +34,7 @@ from apply_edit.service.client import RemoteRun, connect, request_message
 from apply_edit.service.server import ApplyServer
 from apply_edit.v1 import apply_edit_pb2 as pb
 from apply_edit.v1 import apply_edit_pb2_grpc as pb_grpc
-from conftest import FIXTURES
+from conftest import FIXTURES, free_port
 
 pytestmark = pytest.mark.model
 
@@ -51,14 +51,6 @@ LONG = ApplyOptions(method="plain", max_new_tokens=1000)
 # What the in-place applies write: short, so each costs about one prefill; with --force the guard lets the
 # cut-short file through, which is all these tests need (a known complete result to compare with).
 WRITE_TOKENS = 12
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def temp_files(directory: Path) -> list[str]:

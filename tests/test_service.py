@@ -22,20 +22,12 @@ from apply_edit.service.client import RemoteError, RemoteRun, connect, request_m
 from apply_edit.service.server import ApplyServer
 from apply_edit.v1 import apply_edit_pb2 as pb
 from apply_edit.v1 import apply_edit_pb2_grpc as pb_grpc
-from conftest import FIXTURES
+from conftest import FIXTURES, free_port
 
 pytestmark = pytest.mark.model
 ROOT = Path(__file__).parent.parent
 CASE = load_case(FIXTURES / "py_add_method")
 SHORT = ApplyOptions(max_new_tokens=60)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
