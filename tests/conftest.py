@@ -1,5 +1,6 @@
 import os
 import sys
+import time
 from pathlib import Path
 
 from hypothesis import settings
@@ -7,6 +8,28 @@ from hypothesis import settings
 sys.path.insert(0, str(Path(__file__).parent))  # test modules share helpers (e.g. random_model)
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def wait_until(cond, seconds: float = 30.0, step: float = 0.01) -> bool:
+    """Poll cond until it holds (True) or `seconds` pass (False)."""
+    deadline = time.monotonic() + seconds
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+    return True
+
+
+def drain(call):
+    """Read a gRPC call to its end; its final status code."""
+    import grpc
+
+    try:
+        for _ in call:
+            pass
+    except grpc.RpcError as exc:
+        return exc.code()
+    return grpc.StatusCode.OK
 
 
 def free_port() -> int:

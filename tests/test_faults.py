@@ -34,7 +34,7 @@ from apply_edit.service.client import RemoteRun, connect, request_message
 from apply_edit.service.server import ApplyServer
 from apply_edit.v1 import apply_edit_pb2 as pb
 from apply_edit.v1 import apply_edit_pb2_grpc as pb_grpc
-from conftest import FIXTURES, free_port
+from conftest import FIXTURES, drain, free_port, wait_until
 
 pytestmark = pytest.mark.model
 
@@ -56,15 +56,6 @@ WRITE_TOKENS = 12
 def temp_files(directory: Path) -> list[str]:
     """Leftovers of files.write_atomic (mkstemp prefix f".{name}.", suffix ".apply-edit.tmp")."""
     return sorted(p.name for p in directory.iterdir() if p.name.endswith(".apply-edit.tmp"))
-
-
-def wait_until(cond, seconds: float = 30.0, step: float = 0.01) -> bool:
-    deadline = time.monotonic() + seconds
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(step)
-    return True
 
 
 def server_env() -> dict:
@@ -643,16 +634,6 @@ class FaultRun:
         assert apply_in_place(self.server, target, update) == 0
         self.capsys.readouterr()
         assert target.read_bytes() == self.result
-
-
-def drain(call):
-    """Read a call to its end; its final status code."""
-    try:
-        for _ in call:
-            pass
-    except grpc.RpcError as exc:
-        return exc.code()
-    return grpc.StatusCode.OK
 
 
 def test_many_faults_in_a_row_corrupt_nothing_and_the_server_stays_up(local_server, tmp_path, monkeypatch, capsys,

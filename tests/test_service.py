@@ -5,7 +5,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from apply_edit.service.client import RemoteError, RemoteRun, connect, request_m
 from apply_edit.service.server import ApplyServer
 from apply_edit.v1 import apply_edit_pb2 as pb
 from apply_edit.v1 import apply_edit_pb2_grpc as pb_grpc
-from conftest import FIXTURES, free_port
+from conftest import FIXTURES, drain, free_port, wait_until
 
 pytestmark = pytest.mark.model
 ROOT = Path(__file__).parent.parent
@@ -99,20 +98,11 @@ def test_stream_concatenates_to_the_local_result_and_ends_with_stats(channel, ta
     assert stats.model == "smollm2-135m"
 
 
-def wait_until(cond, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 def test_cancel_stops_decoding_and_frees_the_cache(channel, server, target):
     call = apply_call(channel, request_for(CASE), ApplyOptions(method="plain", max_new_tokens=2000))
     next(call)
     call.cancel()
-    assert wait_until(lambda: target._cache is None and not server.servicer._model.locked())
+    assert wait_until(lambda: target._cache is None and not server.servicer._model.locked(), seconds=10)
     after = list(apply_call(channel, request_for(CASE)))  # the server goes on serving
     assert after[-1].HasField("stats")
 
@@ -121,15 +111,7 @@ def test_deadline_stops_decoding(channel, server, target):
     with pytest.raises(grpc.RpcError) as err:
         list(apply_call(channel, request_for(CASE), ApplyOptions(method="plain", max_new_tokens=2000), timeout=1.5))
     assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    assert wait_until(lambda: target._cache is None and not server.servicer._model.locked())
-
-
-def drain_quietly(call):
-    try:
-        for _ in call:
-            pass
-    except grpc.RpcError:
-        pass
+    assert wait_until(lambda: target._cache is None and not server.servicer._model.locked(), seconds=10)
 
 
 def test_queue_full_is_refused_with_a_retry_hint(target):
@@ -140,8 +122,8 @@ def test_queue_full_is_refused_with_a_retry_hint(target):
             running = apply_call(ch, request_for(CASE), busy)
             next(running)  # holds the model
             queued = apply_call(ch, request_for(CASE), busy)
-            threading.Thread(target=drain_quietly, args=(queued,), daemon=True).start()
-            assert wait_until(lambda: server.servicer._in_flight == 2)
+            threading.Thread(target=drain, args=(queued,), daemon=True).start()
+            assert wait_until(lambda: server.servicer._in_flight == 2, seconds=10)
             with pytest.raises(grpc.RpcError) as err:
                 list(apply_call(ch, request_for(CASE)))
             assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

@@ -17,7 +17,8 @@ from apply_edit.apply import ApplyOptions
 from apply_edit.bench import Record, load_summary, request_for
 from apply_edit.cases import load_case
 from conftest import FIXTURES
-from test_faults import LONG, ServerProcess, apply_call, drain, wait_until
+from conftest import drain, wait_until
+from test_faults import LONG, ServerProcess, apply_call
 
 pytestmark = [pytest.mark.model, pytest.mark.soak]
 
