@@ -121,6 +121,15 @@ def divergence(applier: Applier, case: EditCase, options: ApplyOptions, plain: l
             "top2_logit_gap": gap, "kind": "near-tie" if near_tie else "divergence"}
 
 
+def oracle_reference(by_method: dict[str, Record]) -> list[int] | None:
+    """The output the oracle copies: `spec`'s when it ran, else the first target-decoded method's (prompt
+    lookup decodes through generate, without token ids). Not plain greedy's by preference: in bf16 a verify
+    pass can resolve a near-tie otherwise than a single-token pass, and a plain output that departs early
+    (or even stops early) would leave the oracle nothing to copy; spec's passes are shaped like the oracle's."""
+    chosen = by_method.get("spec") or next((r for r in by_method.values() if r.method != "prompt-lookup"), None)
+    return None if chosen is None else chosen.tokens
+
+
 def run_bench(applier: Applier, cases: list[EditCase], methods: list[str], options: ApplyOptions, log=print,
               on_case=None) -> list[Record]:
     """Every method on every case; `on_case(records)` is called as each case completes (to save progress)."""
@@ -133,8 +142,7 @@ def run_bench(applier: Applier, cases: list[EditCase], methods: list[str], optio
     for case in cases:
         by_method = {}
         for method in methods:
-            reference = next((r.tokens for r in by_method.values() if r.method != "prompt-lookup"), None)
-            rec = run_case(applier, case, method, options, reference)
+            rec = run_case(applier, case, method, options, oracle_reference(by_method))
             by_method[method] = rec
             records.append(rec)
         plain = by_method.get("plain")
