@@ -171,7 +171,8 @@ class Applier:
             dtype = str(self.target.dtype).replace("torch.", "")
             name = Path(self.target.name).name or "model"
             with self._lock:
-                self._cost = cached_cost(self.target, cache_root() / "costs" / f"{name}-{dtype}.json")
+                # "gqa": curves measured before attention used SDPA's own GQA are too steep; not reused.
+                self._cost = cached_cost(self.target, cache_root() / "costs" / f"{name}-{dtype}-gqa.json")
         return self._cost
 
     def _draft_length(self, options: ApplyOptions, plan: DraftPlan | None):
