@@ -31,6 +31,21 @@ def test_kv_cache_rollback_matches_a_fresh_pass(target):
     torch.testing.assert_close(rolled, fresh, rtol=1e-4, atol=1e-4)
 
 
+def test_sdpa_gqa_gives_the_same_logits_as_repeated_kv_heads(target, monkeypatch):
+    from apply_edit.models.transformers_target import GQA_SWITCH
+
+    assert target.model.config.num_key_value_heads < target.model.config.num_attention_heads  # a GQA model
+    prompt = [(i * 7919) % 1000 + 100 for i in range(300)]
+    out = {}
+    for switch in ("0", "1"):
+        monkeypatch.setenv(GQA_SWITCH, switch)
+        target.reset()
+        target.logits(prompt, [])
+        out[switch] = target.logits(prompt + [5], [11, 12, 13, 14])
+    target.reset()
+    assert torch.equal(out["0"], out["1"])
+
+
 def test_one_pass_per_call_and_no_prefix_recomputation(target):
     calls = []
     hook = target.model.register_forward_pre_hook(lambda mod, args, kwargs: calls.append(kwargs["input_ids"].shape[1]),
