@@ -47,6 +47,7 @@ from apply_edit.draft_length import AdaptiveK, CostCurve, RegionAdaptiveK
 from apply_edit.models import FunctionModel
 from apply_edit.prompting import TextStop
 from apply_edit.proposers import SuffixArrayProposer, draft_model_proposer
+from conftest import wait_until
 
 DEFAULT_EXAMPLES = 200
 SAMPLED_SHARE = 2  # the sampled engine test runs N / 2 examples
@@ -881,10 +882,7 @@ def test_request_handling_fuzz(fuzz_examples, fuzz_server, monkeypatch):
 
         # The server came through: nothing in flight, the model free, SERVING, and a normal request works.
         servicer = fuzz_server.servicer
-        deadline = time.monotonic() + 30
-        while (servicer._in_flight or servicer._model.locked()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert servicer._in_flight == 0 and not servicer._model.locked()
+        assert wait_until(lambda: servicer._in_flight == 0 and not servicer._model.locked())
         health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
         assert health.status == health_pb2.HealthCheckResponse.SERVING
         normal = pb.ApplyRequest(original="def f():\n    return 1\n", update="def f():\n    return 2\n",

@@ -16,8 +16,7 @@ from grpc_health.v1 import health_pb2
 from apply_edit.apply import ApplyOptions
 from apply_edit.bench import Record, load_summary, request_for
 from apply_edit.cases import load_case
-from conftest import FIXTURES
-from conftest import drain, wait_until
+from conftest import FIXTURES, drain, wait_until
 from test_faults import LONG, ServerProcess, apply_call
 
 pytestmark = [pytest.mark.model, pytest.mark.soak]
