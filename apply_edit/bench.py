@@ -168,34 +168,75 @@ def format_row(r: Record) -> str:
             f"{r.stats.get('tokens_per_pass', 0):8.2f} {acc} {same:>6} {'yes' if r.exact else 'no':>5}")
 
 
+@dataclass
+class Totals:
+    """One method's sums over the cases of a run."""
+    wall: float
+    decode: float
+    tokens: int
+    passes: int
+    overhead: float  # seconds spent building the drafting plan and proposing
+
+    @classmethod
+    def of(cls, records: list[Record], method: str) -> Totals:
+        rs = [r for r in records if r.method == method]
+        return cls(sum(r.wall_s for r in rs), sum(r.stats.get("decode_s", 0.0) for r in rs),
+                   sum(r.new_tokens for r in rs), sum(r.target_passes for r in rs),
+                   sum(r.stats.get("propose_s", 0.0) + r.stats.get("plan_s", 0.0) for r in rs))
+
+    @property
+    def tokens_per_pass(self) -> float:
+        return self.tokens / max(self.passes, 1)
+
+
 def summary(records: list[Record], methods: list[str]) -> str:
     """Totals per method over all cases, with speed as ratios to plain greedy from the same run."""
     lines = ["", f"{'method':14} {'wall s':>8} {'decode s':>8} {'mean ttft':>9} {'tok/pass':>8} {'wasted':>7} "
                  f"{'overhead':>8} {'vs plain':>8} {'decode vs plain':>15} {'=plain':>12} {'exact':>6} {'merge=out':>9}"]
-    plain = [r for r in records if r.method == "plain"]
-    plain_wall = sum(r.wall_s for r in plain)
-    plain_decode = sum(r.stats.get("decode_s", 0.0) for r in plain)
+    plain = Totals.of(records, "plain") if "plain" in methods else None
     for m in methods:
         rs = [r for r in records if r.method == m]
-        wall = sum(r.wall_s for r in rs)
-        decode = sum(r.stats.get("decode_s", 0.0) for r in rs)
-        tokens, passes = sum(r.new_tokens for r in rs), sum(r.target_passes for r in rs)
-        ttft = sum(r.ttft_s for r in rs) / len(rs)
-        ratio = f"{plain_wall / wall:7.2f}x" if plain and wall else "-"
-        decode_ratio = f"{plain_decode / decode:14.2f}x" if plain and decode else "-"
+        t = Totals.of(records, m)
+        ttft = sum(r.ttft_s for r in rs) / max(len(rs), 1)
+        ratio = f"{plain.wall / t.wall:7.2f}x" if plain and t.wall else "-"
+        decode_ratio = f"{plain.decode / t.decode:14.2f}x" if plain and t.decode else "-"
         compared = [r for r in rs if r.identical_to_plain is not None]
         ties = sum(1 for r in rs if r.divergence and r.divergence.get("kind") == "near-tie")
         same = f"{sum(r.identical_to_plain for r in compared)}/{len(compared)}" if compared else "-"
         same += f" ({ties} tie)" if ties else ""
         exact = f"{sum(r.exact for r in rs)}/{len(rs)}"
-        # Drafted tokens the target rejected (each still cost verify time), and the share of wall time spent
-        # building the drafting plan and proposing.
+        # Drafted tokens the target rejected: each still cost verify time.
         wasted = sum(r.stats.get("drafted_tokens", 0) - r.stats.get("accepted_tokens", 0) for r in rs)
-        overhead = sum(r.stats.get("propose_s", 0.0) + r.stats.get("plan_s", 0.0) for r in rs) / max(wall, 1e-9)
         merged = [r.candidate_is_output for r in rs if r.candidate_is_output is not None]
         merge_out = f"{sum(merged)}/{len(merged)}" if merged else "-"
-        lines.append(f"{m:14} {wall:8.2f} {decode:8.2f} {ttft:9.2f} {tokens / max(passes, 1):8.2f} {wasted:7d} "
-                     f"{overhead * 100:7.2f}% {ratio:>8} {decode_ratio:>15} {same:>12} {exact:>6} {merge_out:>9}")
+        lines.append(f"{m:14} {t.wall:8.2f} {t.decode:8.2f} {ttft:9.2f} {t.tokens_per_pass:8.2f} {wasted:7d} "
+                     f"{t.overhead / max(t.wall, 1e-9) * 100:7.2f}% {ratio:>8} {decode_ratio:>15} {same:>12} "
+                     f"{exact:>6} {merge_out:>9}")
+    return "\n".join(lines)
+
+
+def headline(records: list[Record], methods: list[str], method: str = "spec") -> str:
+    """`method` against each baseline that ran beside it: plain greedy, prompt lookup, the best fixed draft
+    length, the oracle drafter's tokens per pass, and its own proposer + planning share of wall time."""
+    if method not in methods:
+        return ""
+    t = Totals.of(records, method)
+    lines = [""]
+    for base in ("plain", "prompt-lookup"):
+        if base in methods:
+            b = Totals.of(records, base)
+            lines.append(f"{method} vs {base}: {b.wall / max(t.wall, 1e-9):.2f}x end to end, "
+                         f"{b.decode / max(t.decode, 1e-9):.2f}x decode")
+    fixed = [m for m in methods if re.fullmatch(r"spec-k\d+", m)]
+    if fixed:
+        best = min(fixed, key=lambda m: Totals.of(records, m).wall)
+        lines.append(f"{method} vs the best fixed k ({best}): "
+                     f"{Totals.of(records, best).wall / max(t.wall, 1e-9):.2f}x end to end")
+    if "oracle" in methods:
+        o = Totals.of(records, "oracle")
+        lines.append(f"{method} tokens/pass: {t.tokens_per_pass:.2f} = {t.tokens_per_pass / max(o.tokens_per_pass, 1e-9):.0%}"
+                     f" of the oracle drafter's {o.tokens_per_pass:.2f}")
+    lines.append(f"{method} proposer + planning: {t.overhead / max(t.wall, 1e-9):.2%} of wall time")
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-from apply_edit.bench import Record, oracle_reference
+from apply_edit.bench import Record, headline, oracle_reference
 
 
 def record(method, tokens):
@@ -16,3 +16,24 @@ def test_oracle_falls_back_to_the_first_target_decoded_output():
             "spec-k8": record("spec-k8", [1, 2, 3])}
     assert oracle_reference(runs) == [1, 2]
     assert oracle_reference({"prompt-lookup": record("prompt-lookup", [])}) is None
+
+
+def timed(case, method, wall, decode, tokens, passes, overhead=0.0):
+    return Record(case, method, wall, 0.1, passes, tokens, "", True,
+                  stats={"decode_s": decode, "propose_s": overhead, "plan_s": 0.0})
+
+
+def test_headline_compares_spec_with_each_baseline_over_all_cases():
+    records = []
+    for case in ("a", "b"):
+        records += [timed(case, "plain", 50.0, 45.0, 100, 100), timed(case, "prompt-lookup", 20.0, 15.0, 100, 40),
+                    timed(case, "spec-k32", 6.0, 2.0, 100, 5), timed(case, "spec-k64", 5.5, 1.5, 100, 4),
+                    timed(case, "spec", 5.0, 1.0, 100, 4, overhead=0.05), timed(case, "oracle", 4.5, 0.8, 100, 2)]
+    methods = ["plain", "prompt-lookup", "spec-k32", "spec-k64", "spec", "oracle"]
+    lines = headline(records, methods).splitlines()
+    assert "spec vs plain: 10.00x end to end, 45.00x decode" in lines
+    assert "spec vs prompt-lookup: 4.00x end to end, 15.00x decode" in lines
+    assert "spec vs the best fixed k (spec-k64): 1.10x end to end" in lines
+    assert "spec tokens/pass: 25.00 = 50% of the oracle drafter's 50.00" in lines
+    assert "spec proposer + planning: 1.00% of wall time" in lines
+    assert headline(records, ["plain", "spec-k32"]) == ""
