@@ -13,6 +13,7 @@ import re
 import statistics
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import torch
 
 from .apply import METHODS, Applier, ApplyOptions, ApplyRequest
 from .cases import EditCase
+from .failures import KINDS, failure_kinds
 from .files import write_atomic
 from .proposers import SuffixArrayProposer
 
@@ -212,6 +214,19 @@ def summary(records: list[Record], methods: list[str]) -> str:
         lines.append(f"{m:14} {t.wall:8.2f} {t.decode:8.2f} {ttft:9.2f} {t.tokens_per_pass:8.2f} {wasted:7d} "
                      f"{t.overhead / max(t.wall, 1e-9) * 100:7.2f}% {ratio:>8} {decode_ratio:>15} {same:>12} "
                      f"{exact:>6} {merge_out:>9}")
+    return "\n".join(lines)
+
+
+def failure_summary(records: list[Record], cases: list[EditCase], methods: list[str]) -> str:
+    """Per method: how many outputs are exactly `expected`, and the failure kinds of the others (a case can
+    show more than one kind)."""
+    by_name = {c.name: c for c in cases}
+    lines = ["", f"{'method':14} {'exact':>6}  " + "  ".join(KINDS)]
+    for m in methods:
+        rs = [r for r in records if r.method == m and r.case in by_name]
+        counts = Counter(kind for r in rs
+                         for kind in failure_kinds(by_name[r.case].original, by_name[r.case].expected, r.output))
+        lines.append(f"{m:14} {sum(r.exact for r in rs):>3}/{len(rs):<2}  " + "  ".join(f"{counts[k]:>{len(k)}}" for k in KINDS))
     return "\n".join(lines)
 
 

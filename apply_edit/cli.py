@@ -153,8 +153,8 @@ def cmd_apply(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .bench import (HEADER, completed_records, headline, is_bench_method, run_bench, summary, write_chart,
-                        write_json)
+    from .bench import (HEADER, completed_records, failure_summary, headline, is_bench_method, run_bench, summary,
+                        write_chart, write_json)
     from .cases import load_cases
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -186,6 +186,7 @@ def cmd_bench(args) -> int:
     run_bench(applier, todo, methods, _options(args, "spec"), log=lambda s: print(s, flush=True), on_case=save)
     print(summary(records, methods))
     print(headline(records, methods))
+    print(failure_summary(records, cases, methods))
     for r in records:
         if r.divergence:
             print(f"{r.case} {r.method}: differs from plain at token {r.divergence['token_index']}: {r.divergence}")

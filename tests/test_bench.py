@@ -1,4 +1,6 @@
-from apply_edit.bench import Record, headline, oracle_reference
+from apply_edit.bench import Record, failure_summary, headline, oracle_reference
+from apply_edit.cases import load_cases
+from conftest import FIXTURES
 
 
 def record(method, tokens):
@@ -37,3 +39,14 @@ def test_headline_compares_spec_with_each_baseline_over_all_cases():
     assert "spec tokens/pass: 25.00 = 50% of the oracle drafter's 50.00" in lines
     assert "spec proposer + planning: 1.00% of wall time" in lines
     assert headline(records, ["plain", "spec-k32"]) == ""
+
+
+def test_failure_summary_counts_exact_outputs_and_failure_kinds_per_method():
+    case = load_cases(FIXTURES, ["py_add_method"])[0]
+    records = [Record(case.name, "spec", 1.0, 0.1, 1, 1, case.expected, True),
+               Record(case.name, "plain", 1.0, 0.1, 1, 1, case.original, False)]
+    lines = failure_summary(records, [case], ["plain", "spec"]).splitlines()
+    assert lines[1].split() == ["method", "exact", "edit", "not", "applied", "truncated", "markers", "copied", "code",
+                                "dropped", "reformatted", "other"]
+    assert lines[2].split() == ["plain", "0/1", "1", "0", "0", "0", "0", "0"]
+    assert lines[3].split() == ["spec", "1/1", "0", "0", "0", "0", "0", "0"]

@@ -1,0 +1,56 @@
+"""Why a rewrite is not the expected file: the failure kinds the bench reports per method.
+
+Heuristics over lines (compared stripped, as multisets), for a result known to differ from `expected`:
+- reformatted: equal to `expected` once whitespace and blank lines are ignored (nothing else applies);
+- markers copied: more lazy-snippet marker lines (`// ... existing code ...`) than `expected` has;
+- truncated: fewer code lines than `expected`, ending on a line (not a marker) that ends neither `expected`
+  nor the original;
+- edit not applied: under half of the edit's line changes (lines it adds, lines it removes) are in the result;
+- code dropped: lines that both the original and `expected` have are missing (when not truncated);
+- other: none of these (a wrong token, extra lines).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .merge import is_marker, split_lines
+
+KINDS = ("edit not applied", "truncated", "markers copied", "code dropped", "reformatted", "other")
+
+
+def _code_lines(text: str) -> list[str]:
+    return [line.strip() for line in split_lines(text) if line.strip()]
+
+
+def _last(lines: list[str]) -> str | None:
+    return lines[-1] if lines else None
+
+
+def failure_kinds(original: str, expected: str, output: str) -> list[str]:
+    """The kinds (from KINDS) that describe how `output` departs from `expected`; [] when it is exact."""
+    if output == expected:
+        return []
+    out, want, orig = _code_lines(output), _code_lines(expected), _code_lines(original)
+    if [" ".join(line.split()) for line in out] == [" ".join(line.split()) for line in want]:
+        return ["reformatted"]
+    have, wanted, before = Counter(out), Counter(want), Counter(orig)
+    kinds = []
+    # Line changes relative to the original, as multisets: a `}` the edit adds counts only as an extra `}`.
+    added, removed = wanted - before, before - wanted
+    changes = sum(added.values()) + sum(removed.values())
+    if changes:
+        applied = sum((added & (have - before)).values()) + sum((removed & (before - have)).values())
+        if applied < changes / 2:
+            kinds.append("edit not applied")
+    # Ending on a marker is a copied marker standing for the rest, not a cut.
+    truncated = (len(out) < len(want) and _last(out) not in (_last(want), _last(orig))
+                 and not is_marker(_last(out) or ""))
+    if truncated:
+        kinds.append("truncated")
+    markers = lambda c: sum(n for line, n in c.items() if is_marker(line))
+    if markers(have) > markers(wanted):
+        kinds.append("markers copied")
+    if not truncated and (wanted & before) - have:
+        kinds.append("code dropped")
+    return kinds or ["other"]
