@@ -27,6 +27,10 @@ def _last(lines: list[str]) -> str | None:
     return lines[-1] if lines else None
 
 
+def _markers(lines: Counter) -> int:
+    return sum(n for line, n in lines.items() if is_marker(line))
+
+
 def failure_kinds(original: str, expected: str, output: str) -> list[str]:
     """The kinds (from KINDS) that describe how `output` departs from `expected`; [] when it is exact."""
     if output == expected:
@@ -48,8 +52,7 @@ def failure_kinds(original: str, expected: str, output: str) -> list[str]:
                  and not is_marker(_last(out) or ""))
     if truncated:
         kinds.append("truncated")
-    markers = lambda c: sum(n for line, n in c.items() if is_marker(line))
-    if markers(have) > markers(wanted):
+    if _markers(have) > _markers(wanted):
         kinds.append("markers copied")
     if not truncated and (wanted & before) - have:
         kinds.append("code dropped")
