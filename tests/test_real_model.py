@@ -31,19 +31,22 @@ def test_kv_cache_rollback_matches_a_fresh_pass(target):
     torch.testing.assert_close(rolled, fresh, rtol=1e-4, atol=1e-4)
 
 
-def test_sdpa_gqa_gives_the_same_logits_as_repeated_kv_heads(target, monkeypatch):
-    from apply_edit.models.transformers_target import GQA_SWITCH
+@pytest.mark.parametrize("block", [[], [11, 12, 13, 14]], ids=["one token", "verify block"])
+def test_packed_gqa_attention_gives_the_logits_of_transformers_sdpa(target, block):
+    from apply_edit.models.attention import PACKED_GQA
 
     assert target.model.config.num_key_value_heads < target.model.config.num_attention_heads  # a GQA model
+    assert target.model.config._attn_implementation == PACKED_GQA
     prompt = [(i * 7919) % 1000 + 100 for i in range(300)]
     out = {}
-    for switch in ("0", "1"):
-        monkeypatch.setenv(GQA_SWITCH, switch)
+    for impl in ("sdpa", PACKED_GQA):  # prefill, then one cached pass with transformers' mask
+        target.model.set_attn_implementation(impl)
         target.reset()
         target.logits(prompt, [])
-        out[switch] = target.logits(prompt + [5], [11, 12, 13, 14])
+        out[impl] = target.logits(prompt + [5], block)
     target.reset()
-    assert torch.equal(out["0"], out["1"])
+    assert out[PACKED_GQA].shape == (len(block) + 1, target.model.config.vocab_size)
+    torch.testing.assert_close(out[PACKED_GQA], out["sdpa"], rtol=1e-5, atol=1e-5)  # fp32
 
 
 def test_one_pass_per_call_and_no_prefix_recomputation(target):

@@ -17,13 +17,6 @@ def default_dtype() -> torch.dtype:
     return torch.bfloat16 if ("amx_bf16" in flags or "avx512_bf16" in flags) else torch.float32
 
 
-# Qwen2.5 shares each key/value head among 7 query heads (GQA). transformers hands SDPA a mask here and,
-# with a mask, first copies every cached key/value head 7 times, per layer and pass: measured with a
-# 12,000-token context, a 64-token verify took 1037 ms that way and 385 ms with SDPA's own GQA
-# (enable_gqa), outputs identical; prefill 31.8 s against 29.5 s. transformers' switch for it:
-GQA_SWITCH = "TRANSFORMERS_SDPA_FORCE_GQA"
-
-
 DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp32": torch.float32, "float32": torch.float32}
 
 
@@ -58,12 +51,13 @@ class TransformersTarget:
         """full_hash: re-hash every cached file first (a long-lived server can afford the ~2 s)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from .attention import PACKED_GQA  # registers it with transformers
+
         dtype = dtype if isinstance(dtype, torch.dtype) else parse_dtype(dtype)
-        os.environ.setdefault(GQA_SWITCH, "1")  # the target runs on the CPU, where masked GQA is supported
         path = resolve(name_or_path, log=log, full_hash=full_hash)
         kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}
         where = path.parent if path.suffix == ".gguf" else path
-        model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, attn_implementation=PACKED_GQA, **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(where, **kwargs)
         return cls(model, tokenizer, name=name_or_path)
 
