@@ -171,8 +171,8 @@ class Applier:
             dtype = str(self.target.dtype).replace("torch.", "")
             name = Path(self.target.name).name or "model"
             with self._lock:
-                # "gqa": curves measured before attention used SDPA's own GQA are too steep; not reused.
-                self._cost = cached_cost(self.target, cache_root() / "costs" / f"{name}-{dtype}-gqa.json")
+                # The name changes when what a pass costs does (here: packed GQA attention, curves by context).
+                self._cost = cached_cost(self.target, cache_root() / "costs" / f"{name}-{dtype}-packed-ctx.json")
         return self._cost
 
     def _draft_length(self, options: ApplyOptions, plan: DraftPlan | None):

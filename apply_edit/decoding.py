@@ -52,7 +52,7 @@ ProposeFn = Callable[[Sequence[int], int], Sequence[int]]
 
 
 class DraftLengthPolicy(Protocol):
-    def next_k(self) -> int: ...
+    def next_k(self, context: int) -> int: ...
 
     def feedback(self, drafted: int, accepted: int) -> None: ...
 
@@ -143,7 +143,7 @@ def _sample(probs: torch.Tensor, rng: random.Random) -> int:
 class Decoding:
     """One generation. Iterate to get the tokens each block emits; `.tokens` and `.stats` fill as it goes.
 
-    k: the most tokens drafted per block, or a draft-length policy (`next_k()` before each block,
+    k: the most tokens drafted per block, or a draft-length policy (`next_k(context)` before each block,
     `feedback(drafted, accepted)` after it; see draft_length.py).
     eos: token id(s) that end generation; the eos token is included in the output.
     stop: called with all new tokens after each block; returns how many to keep when generation must
@@ -194,7 +194,7 @@ class Decoding:
         seq = list(self.prompt)
         while len(self.tokens) < self.max_new:
             # k+1 tokens can come out of a block; never let the bonus token overshoot max_new.
-            k = min(self.policy.next_k(), self.max_new - len(self.tokens) - 1)
+            k = min(self.policy.next_k(len(seq)), self.max_new - len(self.tokens) - 1)
             t0 = time.perf_counter()
             draft = self._draft(seq, k)
             t1 = time.perf_counter()

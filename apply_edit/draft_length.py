@@ -1,7 +1,8 @@
 """How many tokens to draft per target pass: a fixed k, or k chosen from a measured cost model.
 
-A policy is asked `next_k()` before each block and told `feedback(drafted, accepted)` after it. The
-engine knows nothing else about it (regions, costs and acceptance estimates live here).
+A policy is asked `next_k(context)` (tokens in the sequence so far) before each block and told
+`feedback(drafted, accepted)` after it. The engine knows nothing else about it (regions, costs and
+acceptance estimates live here).
 
 The adaptive policy keeps an estimate α of the chance that the next drafted token is accepted, and picks
 the k that maximises expected emitted tokens per second of target time:
@@ -9,7 +10,10 @@ the k that maximises expected emitted tokens per second of target time:
     E[tokens | k] = (1 - α^(k+1)) / (1 - α)        (accepted prefix + the target's own token)
     k* = argmax_k E[tokens | k] / cost(k)
 
-where cost(k) is the measured time of one verify pass over k drafted tokens for this model and dtype.
+where cost(k) is the measured time of one verify pass over k drafted tokens for this model and dtype at
+the current context length: attention grows with context times block length, so long drafts cost more,
+relatively, deep into a long file (measured here: a 64-token verify is ~3x a single-token pass at 1,000
+tokens of context and ~7x at 10,000).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .files import write_atomic
+
 # No 0: a policy that stops drafting never learns that drafting pays again.
 CANDIDATE_K = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64)
 
@@ -27,30 +33,34 @@ class FixedK:
     def __init__(self, k: int):
         self.k = k
 
-    def next_k(self) -> int:
+    def next_k(self, context: int = 0) -> int:
         return self.k
 
     def feedback(self, drafted: int, accepted: int) -> None:
         pass
 
 
+def _interpolate(points: dict[int, float], x: int) -> float:
+    """Piecewise linear through the points; flat below the first, the last slope (at least 0) beyond."""
+    xs = sorted(points)
+    if x <= xs[0] or len(xs) == 1:
+        return points[xs[0]]
+    for lo, hi in zip(xs, xs[1:]):
+        if x <= hi:
+            w = (x - lo) / (hi - lo)
+            return points[lo] * (1 - w) + points[hi] * w
+    last, before = xs[-1], xs[-2]
+    return points[last] + max(0.0, (points[last] - points[before]) / (last - before)) * (x - last)
+
+
 @dataclass
 class CostCurve:
-    """Seconds per verify pass as a function of drafted tokens (piecewise linear between measured k)."""
+    """Seconds per verify pass by context length and drafted tokens (piecewise linear in both)."""
 
-    points: dict[int, float]
+    points: dict[int, dict[int, float]]  # context -> k -> seconds
 
-    def __call__(self, k: int) -> float:
-        ks = sorted(self.points)
-        if k <= ks[0]:
-            return self.points[ks[0]]
-        for lo, hi in zip(ks, ks[1:]):
-            if k <= hi:
-                w = (k - lo) / (hi - lo)
-                return self.points[lo] * (1 - w) + self.points[hi] * w
-        last, before = ks[-1], ks[-2]
-        slope = (self.points[last] - self.points[before]) / (last - before)
-        return self.points[last] + slope * (k - last)
+    def __call__(self, k: int, context: int = 0) -> float:
+        return _interpolate({c: _interpolate(by_k, k) for c, by_k in self.points.items()}, context)
 
 
 def expected_tokens(alpha: float, k: int) -> float:
@@ -60,8 +70,8 @@ def expected_tokens(alpha: float, k: int) -> float:
     return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
 
 
-def best_k(alpha: float, cost: CostCurve, limit: int = CANDIDATE_K[-1]) -> int:
-    return max((k for k in CANDIDATE_K if k <= limit), key=lambda k: expected_tokens(alpha, k) / cost(k))
+def best_k(alpha: float, cost: CostCurve, limit: int = CANDIDATE_K[-1], context: int = 0) -> int:
+    return max((k for k in CANDIDATE_K if k <= limit), key=lambda k: expected_tokens(alpha, k) / cost(k, context))
 
 
 class AcceptanceEstimate:
@@ -96,8 +106,8 @@ class AdaptiveK:
         self.cost, self.k_max = cost, k_max
         self.estimate = AcceptanceEstimate(alpha)
 
-    def next_k(self) -> int:
-        return best_k(self.estimate.alpha, self.cost, self.k_max)
+    def next_k(self, context: int = 0) -> int:
+        return best_k(self.estimate.alpha, self.cost, self.k_max, context)
 
     def feedback(self, drafted: int, accepted: int) -> None:
         self.estimate.update(drafted, accepted)
@@ -135,11 +145,11 @@ class RegionAdaptiveK:
             self.estimates[region] = AcceptanceEstimate(prior)
         return self.estimates[region]
 
-    def next_k(self) -> int:
+    def next_k(self, context: int = 0) -> int:
         pos = self._position
         self._region = int(self.region_of[pos]) if pos is not None and 0 <= pos < len(self.region_of) else -1
         limit = self.k_max if pos is None else min(self.k_max, max(MIN_CAP, CAP_PER_MATCH * self._match))
-        return best_k(self._estimate(self._region).alpha, self.cost, limit)
+        return best_k(self._estimate(self._region).alpha, self.cost, limit, context)
 
     def feedback(self, drafted: int, accepted: int) -> None:
         self._estimate(self._region).update(drafted, accepted)
@@ -153,20 +163,27 @@ class RegionAdaptiveK:
 MIN_CAP, CAP_PER_MATCH = 16, 4  # a draft copied after an m-token match is at most max(16, 4m) long
 
 
-def measure_cost(target, context: int = 1000, ks=(0, 1, 4, 16, 32, 64), repeats: int = 3) -> CostCurve:
-    """Time verify passes over k drafted tokens after a `context`-token prefix (median of repeats)."""
-    prefix = [(i * 7919) % 1000 + 100 for i in range(context)]
-    target.reset()
-    target.logits(prefix, [])  # prefill once; each timed pass then reuses the cache
+COST_CONTEXTS = (1000, 6000)  # two points give the slope; attention is linear in context beyond
+
+
+def measure_cost(target, contexts=COST_CONTEXTS, ks=(0, 1, 4, 16, 32, 64), repeats: int = 3) -> CostCurve:
+    """Time verify passes over k drafted tokens after each context length (median of repeats); contexts the
+    model cannot hold are skipped."""
+    limit = getattr(target.model.config, "max_position_embeddings", None) or max(contexts) + max(ks) + 1
     points = {}
-    for k in ks:
-        block = [(i * 31) % 1000 + 100 for i in range(k)]
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            target.logits(prefix + [5], block)
-            times.append(time.perf_counter() - t0)
-        points[k] = sorted(times)[len(times) // 2]
+    for context in [c for c in contexts if c + max(ks) + 1 < limit] or [min(contexts)]:
+        prefix = [(i * 7919) % 1000 + 100 for i in range(context)]
+        target.reset()
+        target.logits(prefix, [])  # prefill once; each timed pass then reuses the cache
+        points[context] = {}
+        for k in ks:
+            block = [(i * 31) % 1000 + 100 for i in range(k)]
+            times = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                target.logits(prefix + [5], block)
+                times.append(time.perf_counter() - t0)
+            points[context][k] = sorted(times)[len(times) // 2]
     target.reset()
     return CostCurve(points)
 
@@ -174,8 +191,9 @@ def measure_cost(target, context: int = 1000, ks=(0, 1, 4, 16, 32, 64), repeats:
 def cached_cost(target, cache_file: Path) -> CostCurve:
     """The cost curve for this model and dtype, measured once and kept in `cache_file`."""
     if cache_file.exists():
-        return CostCurve({int(k): v for k, v in json.loads(cache_file.read_text()).items()})
+        raw = json.loads(cache_file.read_text())
+        return CostCurve({int(c): {int(k): v for k, v in by_k.items()} for c, by_k in raw.items()})
     curve = measure_cost(target)
     cache_file.parent.mkdir(parents=True, exist_ok=True)
-    cache_file.write_text(json.dumps(curve.points, indent=1))
+    write_atomic(cache_file, json.dumps(curve.points, indent=1))
     return curve

@@ -7,9 +7,9 @@ from apply_edit.draft_length import MIN_CAP, AdaptiveK, CostCurve, RegionAdaptiv
 from test_engine import oracle, random_model
 
 # Shaped like the default model's bf16 curve here: long drafts cost little more than short ones.
-FLAT = CostCurve({0: 0.080, 1: 0.081, 4: 0.096, 16: 0.119, 32: 0.145, 64: 0.172})
+FLAT = CostCurve({1000: {0: 0.080, 1: 0.081, 4: 0.096, 16: 0.119, 32: 0.145, 64: 0.172}})
 # Shaped like fp32: every drafted token costs real time.
-STEEP = CostCurve({0: 0.10, 1: 0.11, 4: 0.21, 16: 0.27, 32: 0.35, 64: 0.62})
+STEEP = CostCurve({1000: {0: 0.10, 1: 0.11, 4: 0.21, 16: 0.27, 32: 0.35, 64: 0.62}})
 
 
 def test_expected_tokens():
@@ -22,6 +22,19 @@ def test_cost_curve_interpolates_and_extrapolates():
     assert FLAT(16) == pytest.approx(0.119)
     assert FLAT(24) == pytest.approx((0.119 + 0.145) / 2)
     assert FLAT(96) > FLAT(64)
+    assert FLAT(16, context=9000) == FLAT(16)  # one context measured: no slope to follow
+
+
+# Measured shape (packed GQA, bf16): long drafts grow costly with context, single tokens barely.
+BY_CONTEXT = CostCurve({1000: {0: 0.06, 16: 0.09, 64: 0.20}, 6000: {0: 0.07, 16: 0.15, 64: 0.40}})
+
+
+def test_cost_curve_follows_context_linearly_and_beyond():
+    assert BY_CONTEXT(64, context=500) == pytest.approx(0.20)  # flat below the first measured context
+    assert BY_CONTEXT(64, context=3500) == pytest.approx(0.30)
+    assert BY_CONTEXT(64, context=11000) == pytest.approx(0.60)  # the measured slope, extrapolated
+    assert BY_CONTEXT(40, context=6000) == pytest.approx(0.275)
+    assert best_k(0.95, BY_CONTEXT, context=12000) < best_k(0.95, BY_CONTEXT, context=1000)
 
 
 def test_best_k_follows_acceptance_and_cost():

@@ -274,8 +274,8 @@ class RecordingPolicy:
     def __init__(self, inner):
         self.inner, self.asked, self.told = inner, [], []
 
-    def next_k(self) -> int:
-        k = self.inner.next_k()
+    def next_k(self, context: int) -> int:
+        k = self.inner.next_k(context)
         self.asked.append(k)
         return k
 
@@ -290,7 +290,7 @@ class RandomK:
     def __init__(self, rng):
         self.rng = rng
 
-    def next_k(self) -> int:
+    def next_k(self, context: int) -> int:
         return self.rng.choice([-5, -1, 0, 1, 2, 3, 5, 8, 13, 64, 10**6])
 
     def feedback(self, drafted, accepted) -> None:
@@ -301,7 +301,8 @@ def make_policy(spec, rng, proposer, reference_len):
     kind, k = spec
     if kind == "fixed":
         return k
-    cost = CostCurve(dict(zip((0, 1, 4, 16, 32, 64), sorted(rng.uniform(0.01, 1.0) for _ in range(6)))))
+    cost = CostCurve({c: dict(zip((0, 1, 4, 16, 32, 64), sorted(rng.uniform(0.01, 1.0) for _ in range(6))))
+                      for c in sorted(rng.sample(range(10, 5000), rng.randint(1, 3)))})
     if kind == "random":
         inner = RandomK(rng)
     elif kind == "adaptive":
