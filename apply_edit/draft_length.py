@@ -120,8 +120,10 @@ class RegionAdaptiveK:
     and how many tokens of output matched the reference before it; `region_of[pos]` the region there
     (-1: none). A region's estimate starts when drafting first reaches it: at a fixed prior where the
     snippet edits, else at the file-wide estimate of untouched code (which every untouched block updates,
-    and which rises above the prior once copying goes well). A short match caps the draft: a copy found on
-    a token or two is a guess, a long one deserves a long draft.
+    and which rises above the prior once copying goes well). A run of accepted drafts since the last miss
+    lifts the estimate (rule of succession): misses cluster at departures, so a copy that has held for a
+    while deserves a long draft even in a region that missed earlier. A short match caps the draft: a copy
+    found on a token or two is a guess.
 
     The edited prior is mild (0.9, k about 24) because merge drafting usually drafts edited code right;
     lower priors (0.6, 0.8) cost passes on the fixtures.
@@ -135,6 +137,7 @@ class RegionAdaptiveK:
         self.estimates: dict[int, AcceptanceEstimate] = {}
         self._position: int | None = None
         self._match = 0
+        self._run = 0  # drafted tokens accepted since the last miss
         self._region = -1
 
     def _estimate(self, region: int) -> AcceptanceEstimate:
@@ -149,10 +152,14 @@ class RegionAdaptiveK:
         pos = self._position
         self._region = int(self.region_of[pos]) if pos is not None and 0 <= pos < len(self.region_of) else -1
         limit = self.k_max if pos is None else min(self.k_max, max(MIN_CAP, CAP_PER_MATCH * self._match))
-        return best_k(self._estimate(self._region).alpha, self.cost, limit, context)
+        # Misses cluster where the output departs from the reference: after n drafted tokens accepted in a
+        # row, the rule of succession, (n + 1) / (n + 2), is the better guess when it is the higher one.
+        alpha = max(self._estimate(self._region).alpha, (self._run + 1) / (self._run + 2))
+        return best_k(alpha, self.cost, limit, context)
 
     def feedback(self, drafted: int, accepted: int) -> None:
         self._estimate(self._region).update(drafted, accepted)
+        self._run = self._run + accepted if accepted == drafted else 0
         if self._region >= 0 and not self.edited[self._region]:
             self.untouched.update(drafted, accepted)
         start, match = self.locate()

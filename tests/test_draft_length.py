@@ -89,15 +89,29 @@ def test_region_policy_keeps_one_estimate_per_region():
         policy.feedback(k, k)
     long_k = policy.next_k()
     assert long_k == 64
-    copy.position = 1200  # entering the edited region: its own, more careful estimate
+    copy.position, copy.match = 1200, 2  # a miss, realigned in the edited region: its own, more careful estimate
     policy.feedback(long_k, 0)
     edited_k = policy.next_k()
     assert edited_k < long_k
     for _ in range(4):
         policy.feedback(policy.next_k(), 0)
     assert policy.next_k() <= 4
-    copy.position = 2500  # untouched region 2 starts from what untouched code has shown: long again
+    copy.position, copy.match = 2500, 50  # untouched region 2 starts from what untouched code has shown: long again
     policy.feedback(policy.next_k(), 0)
+    assert policy.next_k() == 64
+
+
+def test_a_long_unbroken_copy_lifts_a_pessimistic_region_estimate():
+    copy = FakeCopy()
+    policy = RegionAdaptiveK(FLAT, copy.locate, [0] * 5000, edited=[True])
+    copy.position, copy.match = 100, 2
+    for _ in range(6):  # misses drive the region's estimate down
+        policy.feedback(policy.next_k(), 0)
+    assert policy.next_k() <= 4
+    for _ in range(8):  # then the copy holds, pass after pass: the run itself is the evidence
+        copy.match += 64
+        k = policy.next_k()
+        policy.feedback(k, k)
     assert policy.next_k() == 64
 
 
