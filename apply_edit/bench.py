@@ -235,20 +235,20 @@ def headline(records: list[Record], methods: list[str], method: str = "spec") ->
     length, the oracle drafter's tokens per pass, and its own proposer + planning share of wall time."""
     if method not in methods:
         return ""
-    t = Totals.of(records, method)
+    totals = {m: Totals.of(records, m) for m in methods}
+    t = totals[method]
     lines = [""]
     for base in ("plain", "prompt-lookup"):
         if base in methods:
-            b = Totals.of(records, base)
+            b = totals[base]
             lines.append(f"{method} vs {base}: {b.wall / max(t.wall, 1e-9):.2f}x end to end, "
                          f"{b.decode / max(t.decode, 1e-9):.2f}x decode")
-    fixed = [m for m in methods if re.fullmatch(r"spec-k\d+", m)]
+    fixed = [m for m in methods if _FIXED_K.fullmatch(m)]
     if fixed:
-        best = min(fixed, key=lambda m: Totals.of(records, m).wall)
-        lines.append(f"{method} vs the best fixed k ({best}): "
-                     f"{Totals.of(records, best).wall / max(t.wall, 1e-9):.2f}x end to end")
+        best = min(fixed, key=lambda m: totals[m].wall)
+        lines.append(f"{method} vs the best fixed k ({best}): {totals[best].wall / max(t.wall, 1e-9):.2f}x end to end")
     if "oracle" in methods:
-        o = Totals.of(records, "oracle")
+        o = totals["oracle"]
         lines.append(f"{method} tokens/pass: {t.tokens_per_pass:.2f} = {t.tokens_per_pass / max(o.tokens_per_pass, 1e-9):.0%}"
                      f" of the oracle drafter's {o.tokens_per_pass:.2f}")
     lines.append(f"{method} proposer + planning: {t.overhead / max(t.wall, 1e-9):.2%} of wall time")

@@ -14,13 +14,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .merge import is_marker, split_lines
+from .merge import code_lines, is_marker
 
 KINDS = ("edit not applied", "truncated", "markers copied", "code dropped", "reformatted", "other")
-
-
-def _code_lines(text: str) -> list[str]:
-    return [line.strip() for line in split_lines(text) if line.strip()]
 
 
 def _last(lines: list[str]) -> str | None:
@@ -35,7 +31,7 @@ def failure_kinds(original: str, expected: str, output: str) -> list[str]:
     """The kinds (from KINDS) that describe how `output` departs from `expected`; [] when it is exact."""
     if output == expected:
         return []
-    out, want, orig = _code_lines(output), _code_lines(expected), _code_lines(original)
+    out, want, orig = code_lines(output), code_lines(expected), code_lines(original)
     if [" ".join(line.split()) for line in out] == [" ".join(line.split()) for line in want]:
         return ["reformatted"]
     have, wanted, before = Counter(out), Counter(want), Counter(orig)

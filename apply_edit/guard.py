@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .merge import merge, split_lines
+from .merge import code_lines, merge
 from .regions import parser_for
 
 MAX_DROPPED = 0.2
 
 
 def _code_lines(text: str) -> Counter:
-    return Counter(line.strip() for line in split_lines(text) if line.strip())
+    return Counter(code_lines(text))
 
 
 def check_output(original: str, update: str, result: str, language: str, max_dropped: float = MAX_DROPPED) -> str | None:

@@ -29,6 +29,11 @@ def split_lines(text: str) -> list[str]:
     return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
+def code_lines(text: str) -> list[str]:
+    """The non-blank lines, stripped: what line comparisons that ignore layout look at."""
+    return [line.strip() for line in split_lines(text) if line.strip()]
+
+
 @dataclass
 class MergeCandidate:
     text: str
