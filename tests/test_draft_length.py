@@ -3,7 +3,8 @@ import random
 import pytest
 
 from apply_edit.decoding import Decoding, greedy_decode
-from apply_edit.draft_length import MIN_CAP, AdaptiveK, CostCurve, RegionAdaptiveK, best_k, expected_tokens
+from apply_edit.draft_length import (MIN_CAP, AdaptiveK, CostCurve, RegionAdaptiveK, best_k, expected_tokens,
+                                     measure_cost)
 from test_engine import oracle, random_model
 
 # Shaped like the default model's bf16 curve here: long drafts cost little more than short ones.
@@ -139,3 +140,23 @@ def test_region_policy_keeps_the_engine_exact():
     run = Decoding(random_model(9, 6), proposer, [1], 80, k=policy)
     assert run.run() == plain
     assert run.stats.target_passes < 80
+
+
+class TimedStub:
+    """Just enough of a target for measure_cost: a config and a logits() that costs nothing."""
+
+    def __init__(self, **config):
+        self.model = type("Model", (), {"config": type("Config", (), config)()})()
+        self.calls = []
+
+    def reset(self):
+        pass
+
+    def logits(self, prefix, block):
+        self.calls.append(len(prefix))
+
+
+def test_measure_cost_covers_the_contexts_the_model_can_hold():
+    assert sorted(measure_cost(TimedStub(), repeats=1).points) == [1000, 6000]  # no stated limit
+    assert sorted(measure_cost(TimedStub(max_position_embeddings=4096), repeats=1).points) == [1000]
+    assert sorted(measure_cost(TimedStub(max_position_embeddings=512), repeats=1).points) == [1000]  # least there is
