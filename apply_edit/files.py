@@ -18,23 +18,35 @@ def fingerprint(path: Path) -> tuple[int, str]:
     return path.stat().st_mtime_ns, hashlib.sha256(data).hexdigest()
 
 
+def _umask() -> int:
+    """The process umask. Read from /proc where it can be: setting it to read it back races other threads."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, text: str, expect: tuple[int, str] | None = None) -> None:
     """Replace `path` with `text` (UTF-8, line endings as given) atomically.
 
-    A temp file in the same directory is written, fsynced, given the original's mode, and renamed over
-    the original; on any failure it is removed and the original is untouched. With `expect`, refuse if
+    A temp file in the same directory is written, fsynced, given the original's mode (a new file gets
+    what open() would give it: 0o666 less the umask, not mkstemp's 0o600), and renamed over the original; on any failure it is removed and the original is untouched. With `expect`, refuse if
     the file's fingerprint no longer matches (someone else changed it meanwhile).
     """
     path = Path(path)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".apply-edit.tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode)
         if expect is not None:
             try:
                 now = fingerprint(path)

@@ -22,6 +22,18 @@ def test_write_atomic_keeps_mode_and_leaves_no_temp(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_write_atomic_gives_a_new_file_the_mode_open_would(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        (tmp_path / "plain.json").write_text("{}\n")
+        write_atomic(tmp_path / "new.json", "{}\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o666 & ~umask
+    assert (tmp_path / "new.json").stat().st_mode == (tmp_path / "plain.json").stat().st_mode
+
+
 def test_write_atomic_refuses_when_the_file_changed_meanwhile(tmp_path):
     f = tmp_path / "a.py"
     f.write_text("old\n")
