@@ -35,8 +35,9 @@ def write_atomic(path: Path, text: str, expect: tuple[int, str] | None = None) -
     """Replace `path` with `text` (UTF-8, line endings as given) atomically.
 
     A temp file in the same directory is written, fsynced, given the original's mode (a new file gets
-    what open() would give it: 0o666 less the umask, not mkstemp's 0o600), and renamed over the original; on any failure it is removed and the original is untouched. With `expect`, refuse if
-    the file's fingerprint no longer matches (someone else changed it meanwhile).
+    what open() would give it: 0o666 less the umask, not mkstemp's 0o600), and renamed over the
+    original; on any failure it is removed and the original is untouched. With `expect`, refuse if the
+    file's fingerprint no longer matches (someone else changed it meanwhile).
     """
     path = Path(path)
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
