@@ -17,20 +17,16 @@ from .regions import parser_for
 MAX_DROPPED = 0.2
 
 
-def _code_lines(text: str) -> Counter:
-    return Counter(code_lines(text))
-
-
 def check_output(original: str, update: str, result: str, language: str, max_dropped: float = MAX_DROPPED) -> str | None:
     """Why the result should not be written, or None when it looks sound."""
     parser = parser_for(language)
     if parser is not None and result.strip():
         if not parser.parse(original.encode()).root_node.has_error and parser.parse(result.encode()).root_node.has_error:
             return f"the result does not parse as {language} (the original does)"
-    kept_by_snippet = _code_lines(merge(original, update).text)
-    meant_to_keep = _code_lines(original) & kept_by_snippet
-    dropped = sum((meant_to_keep - _code_lines(result)).values())
-    total = sum(_code_lines(original).values())
+    before = Counter(code_lines(original))
+    meant_to_keep = before & Counter(code_lines(merge(original, update).text))
+    dropped = sum((meant_to_keep - Counter(code_lines(result))).values())
+    total = sum(before.values())
     if total and dropped > max_dropped * total:
         return (f"the result drops {dropped} of the original's {total} lines that the snippet does not remove "
                 f"(more than {max_dropped:.0%})")
