@@ -187,11 +187,14 @@ class Applier:
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
-    def prompt_ids(self, request: ApplyRequest, options: ApplyOptions, candidate: MergeCandidate | None = None) -> list[int]:
+    def prompt_text(self, request: ApplyRequest, options: ApplyOptions, candidate: MergeCandidate | None = None) -> str:
         fmt = FORMATS[options.prompt_format]
         language = request.language or language_of(request.path)
-        return self._encode(build_prompt(self.tokenizer, fmt, request.original, request.update,
-                                         request.instruction, language, candidate.text if candidate else None))
+        return build_prompt(self.tokenizer, fmt, request.original, request.update, request.instruction, language,
+                            candidate.text if candidate else None)
+
+    def prompt_ids(self, request: ApplyRequest, options: ApplyOptions, candidate: MergeCandidate | None = None) -> list[int]:
+        return self._encode(self.prompt_text(request, options, candidate))
 
     def stream(self, request: ApplyRequest, options: ApplyOptions | None = None, proposer=None) -> ApplyRun:
         """Start an apply. `proposer` replaces the copy drafter (the bench's oracle uses it)."""
@@ -204,7 +207,8 @@ class Applier:
         drafts_from_merge = proposer is None and options.method in ("spec", "spec-fixed") and options.drafting == "merge"
         candidate = merge(request.original, request.update) if drafts_from_merge or "{merged}" in fmt.user else None
         merge_s = time.perf_counter() - start if drafts_from_merge else 0.0  # part of the drafting plan's cost
-        prompt = self.prompt_ids(request, options, candidate)
+        prompt_text = self.prompt_text(request, options, candidate)
+        prompt = self._encode(prompt_text)
         original_ids, update_ids = self._encode(request.original), self._encode(request.update)
         max_new = options.max_new_tokens or len(original_ids) + len(update_ids) + 64
         limit = getattr(self.target.model.config, "max_position_embeddings", None)
@@ -224,7 +228,8 @@ class Applier:
                 t0 = time.perf_counter()
                 plan = plan_drafting(self.tokenizer, request.original, request.update,
                                      request.language or language_of(request.path),
-                                     candidate if drafts_from_merge else None, closing=fmt.close)
+                                     candidate if drafts_from_merge else None, closing=fmt.close,
+                                     prompt=prompt_text)
                 proposer, stats.plan_s = plan.proposer, time.perf_counter() - t0 + merge_s
             stop = TextStop(self.tokenizer, "\n" + fmt.close)
             blocks = self._speculative(prompt, proposer, self._draft_length(options, plan), max_new, options, stop,

@@ -5,6 +5,10 @@ so copying follows the merged file, and where the target departs from it the suf
 longest match in any of the three. Every reference position is labelled with the region of the original
 it belongs to (candidate lines map back through the merge; new lines belong to the region they were
 inserted into, the snippet is a region of its own), and regions the merge changed are marked edited.
+
+The prompt's own words (its tags and instructions) are one more reference, a region of their own: a
+confused model sometimes copies them into its answer (the tag that closed the draft, the sentence after
+it), and drafting them costs one pass where decoding them costs one per token.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from .regions import Region, region_of_line, regions
 class DraftPlan:
     proposer: SuffixArrayProposer
     region_of: np.ndarray  # per joined reference position: region index, or -1 for a separator
-    edited: list[bool]  # per region index (the last one is the snippet)
+    edited: list[bool]  # per region index (the last two: the snippet, the prompt's words)
     regions: list[Region]
     candidate: MergeCandidate | None
 
@@ -37,14 +41,23 @@ def _token_lines(tokenizer, text: str) -> tuple[list[int], list[int]]:
     return enc["input_ids"], [bisect.bisect_right(line_starts, a) - 1 for a, _ in enc["offset_mapping"]]
 
 
+def prompt_words(prompt: str, documents: list[str]) -> list[str]:
+    """The pieces of the prompt around the documents it shows, in order (blank ones dropped)."""
+    pieces = [prompt]
+    for document in filter(None, documents):
+        pieces = [part for piece in pieces for part in piece.split(document)]
+    return [piece for piece in pieces if piece.strip()]
+
+
 def plan_drafting(tokenizer, original: str, update: str, language: str, candidate: MergeCandidate | None,
-                  closing: str = "") -> DraftPlan:
+                  closing: str = "", prompt: str = "") -> DraftPlan:
     """`candidate`: the merge to draft from first, or None for copy drafting. `closing`: what the model
     writes after the file (the answer's closing tag); the candidate ends with it, so the last pass drafts
-    the end of the answer too."""
+    the end of the answer too. `prompt`: the prompt text, whose words around the documents are drafted
+    from last."""
     spans = regions(original, language)
-    snippet_region = len(spans)
-    edited = [False] * (len(spans) + 1)
+    snippet_region, prompt_region = len(spans), len(spans) + 1
+    edited = [False] * (len(spans) + 2)
     edited[snippet_region] = True
 
     original_ids, original_lines = _token_lines(tokenizer, original)
@@ -64,10 +77,15 @@ def plan_drafting(tokenizer, original: str, update: str, language: str, candidat
         candidate_ids, candidate_lines = _token_lines(tokenizer, candidate.text + closing)
         refs.insert(0, candidate_ids)
         labels.insert(0, [line_region[min(line, len(line_region) - 1)] for line in candidate_lines])
+    documents = [original, update] + ([candidate.text] if candidate is not None else [])
+    words_pieces = prompt_words(prompt, documents)
+    for words in words_pieces:
+        refs.append(tokenizer.encode(words, add_special_tokens=False))
+        labels.append([prompt_region] * len(refs[-1]))
 
     joined: list[int] = []
     for i, label in enumerate(labels):
         if i:
             joined.append(-1)  # the proposer's separator between references
         joined.extend(label)
-    return DraftPlan(SuffixArrayProposer(refs), np.asarray(joined, dtype=np.int64), edited, spans, candidate)
+    return DraftPlan(SuffixArrayProposer(refs, last_resort=len(words_pieces)), np.asarray(joined, dtype=np.int64), edited, spans, candidate)

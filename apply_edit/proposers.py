@@ -45,18 +45,22 @@ class SuffixArrayProposer:
 
     A continuity pointer makes the common case O(1): when the tokens added since the last proposal are
     exactly the reference's continuation, keep copying from there without searching. Among equally long
-    matches, the occurrence right after the last copied position wins (copying stays in order).
+    matches, the occurrence right after the last copied position wins (copying stays in order). The last
+    `last_resort` references are copied from only where they match longer than all the others.
     """
 
     def __init__(self, reference: Sequence[int] | Sequence[Sequence[int]], min_match: int = 1,
-                 max_match: int = 64, max_candidates: int = 256):
+                 max_match: int = 64, max_candidates: int = 256, last_resort: int = 0):
         refs = [list(reference)] if reference and isinstance(reference[0], (int, np.integer)) else \
             [list(r) for r in reference]
         # Join the references with distinct negative separators so no match crosses a boundary.
         joined: list[int] = []
+        self._last_resort_from = None  # joined position where the last-resort references begin
         for i, ref in enumerate(refs):
             if i:
                 joined.append(-1 - i)
+            if i == len(refs) - last_resort:
+                self._last_resort_from = len(joined)
             joined.extend(ref)
         self.text = np.asarray(joined, dtype=np.int64)
         self._text_list = joined
@@ -135,6 +139,8 @@ class SuffixArrayProposer:
         # Reversed suffix at r matches; in forward text the match ends at n-1-r, the copy starts after.
         starts = [n - sa[r] for r in range(best[0], min(best[1], best[0] + self.max_candidates))]
         starts = [s for s in starts if s < n]
+        if self._last_resort_from is not None:
+            starts = [s for s in starts if s < self._last_resort_from] or starts
         if not starts:
             return None, 0
         if self._cursor is not None:

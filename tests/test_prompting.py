@@ -128,3 +128,12 @@ def test_draft_prompt_shows_the_merge_candidate(tokenizer):
     prompt = build_prompt(tokenizer, FORMATS["tags-draft"], original, update)
     draft = prompt[prompt.index("<draft>\n") + len("<draft>\n"):prompt.index("</draft>")]
     assert draft == "import os\n\n\ndef area(w, h, scale=1):\n    return w * h * scale\n"
+
+
+def test_prompt_words_are_the_prompt_without_its_documents():
+    from apply_edit.drafting import prompt_words
+
+    prompt = "<code>\nx = 1\n</code>\n\n<update>\nx = 2\n</update>\n\n<draft>\nx = 2\n</draft> Write it.\n"
+    assert prompt_words(prompt, ["x = 1\n", "x = 2\n", ""]) == ["<code>\n", "</code>\n\n<update>\n",
+                                                                "</update>\n\n<draft>\n", "</draft> Write it.\n"]
+    assert prompt_words("just words", []) == ["just words"]

@@ -42,6 +42,22 @@ def test_proposal_follows_a_longest_match(refs, seq, k):
         assert any(list(f[:k]) == out for f in follows), (out, follows)
 
 
+@settings(max_examples=300, deadline=None)
+@given(refs=st.lists(st.lists(st.integers(0, 3), max_size=30), min_size=1, max_size=3),
+       last=st.lists(st.integers(0, 3), max_size=30), seq=st.lists(st.integers(0, 3), min_size=1, max_size=12),
+       k=st.integers(1, 8))
+def test_a_last_resort_reference_serves_only_a_longer_match(refs, last, seq, k):
+    proposer = SuffixArrayProposer(refs + [last], max_match=64, last_resort=1)
+    out = proposer(seq, k)
+    length, follows = longest_match(refs + [last], seq, 64)
+    main_length, main_follows = longest_match(refs, seq, 64)
+    if length == 0:
+        assert out == []
+    else:
+        allowed = main_follows if main_length == length else follows
+        assert any(list(f[:k]) == out for f in allowed), (out, allowed)
+
+
 def test_continuity_pointer_prefers_the_next_copy_position():
     # "1 2 3" appears twice; after copying from the second occurrence, copying must stay there.
     ref = [1, 2, 3, 7, 7, 9, 1, 2, 3, 8, 8, 8]

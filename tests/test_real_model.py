@@ -128,17 +128,27 @@ def test_every_drafting_mode_equals_plain_greedy(applier, drafting):
 
 
 def test_drafting_plan_labels_every_reference_position(target):
-    from apply_edit.drafting import plan_drafting
+    from apply_edit.drafting import plan_drafting, prompt_words
     from apply_edit.merge import merge
+    from apply_edit.prompting import FORMATS, build_prompt
 
     case = load_case(FIXTURES / "py_add_method")
-    plan = plan_drafting(target.tokenizer, case.original, case.update, "python", merge(case.original, case.update),
-                         closing="</updated-code>")
+    candidate = merge(case.original, case.update)
+    prompt = build_prompt(target.tokenizer, FORMATS["tags-draft"], case.original, case.update, merged=candidate.text)
+    plan = plan_drafting(target.tokenizer, case.original, case.update, "python", candidate,
+                         closing="</updated-code>", prompt=prompt)
     assert len(plan.region_of) == len(plan.proposer.text)
     separators = plan.proposer.text < 0
     assert (plan.region_of[separators] == -1).all() and (plan.region_of[~separators] >= 0).all()
-    assert len(plan.edited) == len(plan.regions) + 1 and plan.edited[-1]  # the snippet is a region of its own
-    assert any(plan.edited[:-1]) and not all(plan.edited[:-1])
+    # The snippet and the prompt's words are regions of their own, after the file's.
+    assert len(plan.edited) == len(plan.regions) + 2 and plan.edited[-2] and not plan.edited[-1]
+    assert any(plan.edited[:-2]) and not all(plan.edited[:-2])
+    # The prompt's words, without the documents, are the last references: its tags and instructions.
+    words = prompt_words(prompt, [case.original, case.update, candidate.text])
+    assert "</draft>" in words[-1] and not any(case.original.strip() in w for w in words)
+    last_ref = plan.proposer.text.tolist()[len(plan.proposer.text) - len(target.tokenizer.encode(words[-1])):]
+    assert target.tokenizer.decode(last_ref) == words[-1]
+    assert (plan.region_of[-len(last_ref):] == len(plan.edited) - 1).all()
     # The candidate is the first reference: copying starts in the merged file.
     tokens = plan.proposer.text.tolist()
     first_ref = tokens[:next(i for i, t in enumerate(tokens) if t < 0)]
