@@ -120,10 +120,10 @@ class RegionAdaptiveK:
     and how many tokens of output matched the reference before it; `region_of[pos]` the region there
     (-1: none). A region's estimate starts when drafting first reaches it: at a fixed prior where the
     snippet edits, else at the file-wide estimate of untouched code (which every untouched block updates,
-    and which rises above the prior once copying goes well). A run of accepted drafts since the last miss
-    lifts the estimate (rule of succession): misses cluster at departures, so a copy that has held for a
-    while deserves a long draft even in a region that missed earlier. A short match caps the draft: a copy
-    found on a token or two is a guess.
+    and which rises above the prior once copying goes well). Right after a miss the region's estimate
+    decides; once a draft has been accepted whole, the run of accepted tokens since the last miss lifts it:
+    misses cluster at departures, so a copy that holds again deserves a long draft even in a region that
+    missed earlier. A short match caps the draft: a copy found on a token or two is a guess.
 
     The edited prior is mild (0.9, k about 24) because merge drafting usually drafts edited code right;
     lower priors (0.6, 0.8) cost passes on the fixtures.
@@ -153,8 +153,9 @@ class RegionAdaptiveK:
         self._region = int(self.region_of[pos]) if pos is not None and 0 <= pos < len(self.region_of) else -1
         limit = self.k_max if pos is None else min(self.k_max, max(MIN_CAP, CAP_PER_MATCH * self._match))
         # Misses cluster where the output departs from the reference: after n drafted tokens accepted in a
-        # row, the rule of succession, (n + 1) / (n + 2), is the better guess when it is the higher one.
-        alpha = max(self._estimate(self._region).alpha, (self._run + 1) / (self._run + 2))
+        # row, (n + RUN_PRIOR) / (n + RUN_PRIOR + 1) is the better guess when it is the higher one.
+        run_alpha = (self._run + RUN_PRIOR) / (self._run + RUN_PRIOR + 1) if self._run else 0.0
+        alpha = max(self._estimate(self._region).alpha, run_alpha)
         return best_k(alpha, self.cost, limit, context)
 
     def feedback(self, drafted: int, accepted: int) -> None:
@@ -168,6 +169,12 @@ class RegionAdaptiveK:
 
 
 MIN_CAP, CAP_PER_MATCH = 16, 4  # a draft copied after an m-token match is at most max(16, 4m) long
+
+# Pseudo-successes behind a run of accepted drafts. Measured on the 43 fixtures (default model): once a
+# draft was accepted whole, the next drafted token is accepted 99.2-99.8% of the time after runs under 16
+# tokens, 99.7-99.9% after 16-255, 99.9%+ beyond; 64 keeps the estimate below that at every length
+# (0.985 after one token, 0.995 after 135), where the plain rule of succession (a prior of 1) said 0.67.
+RUN_PRIOR = 64
 
 
 COST_CONTEXTS = (1000, 6000)  # two points give the slope; attention is linear in context beyond
