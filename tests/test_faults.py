@@ -472,9 +472,11 @@ class FaultRun:
         self.channel = grpc.insecure_channel(server.address)
         self.files: list[tuple[Path, set[bytes]]] = []  # every target file and what it may hold
         self.armed = 0  # the model raises on the armed-th forward pass from now (0: never)
+        self.passes = 0  # forward passes so far
         real_logits = server.target.logits
 
         def logits(prefix, block):
+            self.passes += 1
             if self.armed:
                 self.armed -= 1
                 if not self.armed:
@@ -484,7 +486,10 @@ class FaultRun:
         monkeypatch.setattr(server.target, "logits", logits)
         (root / "reference").mkdir()
         target, update = copy_case(root / "reference", TINY)
+        server.servicer.applier.cost_curve()  # measured once, through logits: not part of the count below
+        self.passes = 0
         assert apply_in_place(server, target, update) == 0  # what an undisturbed apply writes (greedy: always)
+        self.apply_passes = self.passes  # and how many forward passes it takes (greedy: always the same)
         capsys.readouterr()
         self.result = target.read_bytes()
         assert self.result != TINY.original.encode()
@@ -620,7 +625,7 @@ class FaultRun:
         return self._expect(grpc.StatusCode.INVALID_ARGUMENT, pb_grpc.ApplyEditStub(self.channel).Apply(request))
 
     def _model_raises(self, n):
-        self.armed = self.rng.randint(1, 3)  # 1: in the prefill; later: mid-stream (this apply takes 3 passes)
+        self.armed = self.rng.randint(1, self.apply_passes)  # 1: in the prefill; later: mid-stream
         at = self.armed
         rc, target, before = self._in_place(n, None)
         self.armed = 0
