@@ -78,9 +78,9 @@ def plan_drafting(tokenizer, original: str, update: str, language: str, candidat
         refs.insert(0, candidate_ids)
         labels.insert(0, [line_region[min(line, len(line_region) - 1)] for line in candidate_lines])
     documents = [original, update] + ([candidate.text] if candidate is not None else [])
-    words_pieces = prompt_words(prompt, documents)
-    for words in words_pieces:
-        refs.append(tokenizer.encode(words, add_special_tokens=False))
+    pieces = prompt_words(prompt, documents)
+    for piece in pieces:
+        refs.append(tokenizer.encode(piece, add_special_tokens=False))
         labels.append([prompt_region] * len(refs[-1]))
 
     joined: list[int] = []
@@ -88,4 +88,5 @@ def plan_drafting(tokenizer, original: str, update: str, language: str, candidat
         if i:
             joined.append(-1)  # the proposer's separator between references
         joined.extend(label)
-    return DraftPlan(SuffixArrayProposer(refs, last_resort=len(words_pieces)), np.asarray(joined, dtype=np.int64), edited, spans, candidate)
+    proposer = SuffixArrayProposer(refs, last_resort=len(pieces))
+    return DraftPlan(proposer, np.asarray(joined, dtype=np.int64), edited, spans, candidate)
