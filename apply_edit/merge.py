@@ -1,27 +1,60 @@
-"""A deterministic merge of the original and the lazy snippet: the first thing the drafter copies from.
+"""The deterministic merge of the original and the lazy snippet, with a report of how sure it is.
 
-The snippet is split at its marker comments (`// ... existing code ...`) into hunks, and each hunk, in
-order, is placed on the span of the original it fits best: a fitting alignment in which skipping
-original lines before and after the span is free (the markers stand for them), a line equal to an
-original line matches it, a line that looks like an edited version of one replaces it (a changed
-signature, a renamed variable), and every other hunk line is new. Inside the span, original lines the
-hunk leaves out are deleted. A hunk opens with context, so when its first line occurs in the original
-the span starts at one of those occurrences.
+The snippet is a sequence of lines and marker comments (`// ... existing code ...`); a marker stands for
+original lines kept as they are. The merge is one alignment of the whole snippet against the original
+(dynamic programming over snippet line x original line), scored so that structure decides:
 
-The candidate only guides drafting: the target verifies every token, so a wrong merge costs speed, never
-correctness. Where it is right, edited regions draft as well as untouched ones.
+- a snippet line equal to an original line matches it; a line unique in the original is worth much more
+  than a common one (`return nil`, `}`), and writing such a line as new code (a duplicate) costs as much;
+- a line that looks like an edited version of an original line (shared start and end) replaces it;
+- between two snippet lines with no marker between them, original lines are deleted (that is how a
+  snippet shows a deletion); at a marker they are kept for free, but only as deep as the marker is
+  indented: a marker inside a body stands for the rest of that body, not for what follows the body
+  (keeping a less indented line there costs more than a deletion);
+- a definition (function, method, class, type, impl) that the snippet shows whole, with no marker inside,
+  replaces the original's definition of the same kind and name from its first line to its last (tree-
+  sitter, `definitions.py`);
+- before the first and after the last snippet line, with no marker there, original lines are kept too
+  (a snippet without markers is a piece of the file), unless the snippet's unmatched head or tail is a
+  rewrite of a head or tail of about its own size.
+
+Where the snippet is a uniformly re-indented copy of original code (a method shown without its class),
+new lines get the original's indentation; where only some lines moved (a block wrapped in a new `if`),
+the snippet's indentation is the edit.
+
+`MergeCandidate.report` says how each hunk was placed, which original lines were deleted, and which were
+kept outside a marker's scope: what a caller needs to decide whether to trust the merge.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
-_MARKER = re.compile(r"^\s*(?:#|//|/\*|<!--|--|\{/\*)(?=.*(?:\.\.\.|…|existing code))", re.IGNORECASE)
+import numpy as np
+
+from .definitions import definitions
+
+_COMMENT = re.compile(r"^\s*(?:#|//|/\*|<!--|--|\{/\*|;)\s*(?P<body>.*?)\s*(?:\*/\}|\*/|-->)?\s*$")
+_ELLIPSIS = re.compile(r"\.{3,}|…")
+_MARKER_WORDS = re.compile(r"\b(existing|rest|same|unchanged|remain\w*|omitted|other|previous|before|as is|"
+                           r"more|code|etc)\b", re.IGNORECASE)
 
 
 def is_marker(line: str) -> bool:
-    return bool(_MARKER.match(line))
+    """A marker comment: `// ... existing code ...`, `# ... rest of code ...`, `/* ... */`, `{/* … */}`,
+    `// existing code`. Comment text that only ends in dots (`# wait for it...`) is not one."""
+    m = _COMMENT.match(line)
+    if not m:
+        return False
+    body = m["body"]
+    if "existing code" in body.lower():
+        return True
+    if not _ELLIPSIS.search(body):
+        return False
+    words = _ELLIPSIS.sub(" ", body).split()
+    return len(words) <= 8 and (_ELLIPSIS.match(body) is not None or bool(_MARKER_WORDS.search(body)))
 
 
 def split_lines(text: str) -> list[str]:
@@ -34,11 +67,54 @@ def code_lines(text: str) -> list[str]:
     return [line.strip() for line in split_lines(text) if line.strip()]
 
 
+def _indent(line: str) -> str:
+    return line[:len(line) - len(line.lstrip(" \t"))]
+
+
+def _width(line: str) -> int:
+    return len(_indent(line).expandtabs(4))
+
+
+@dataclass
+class HunkPlacement:
+    """Where one hunk (the snippet lines between two markers) landed."""
+
+    snippet_line: int  # the hunk's first line in the snippet (0-based)
+    lines: int
+    # definition: part of a definition shown whole; unique: matches a line found once in the original;
+    # scope: starts where its marker's scope ends; edited: replaces an edited version of a line found
+    # once; ambiguous: only common lines (`}`, `return nil`) match, or edit them; new: nothing matches
+    # (new code at the start or end of the file, or placed by the markers around it)
+    anchor: str
+    original_line: int | None  # the first original line it matched or was inserted before
+    between_markers: bool  # a marker before and after it (new code there has no settled place)
+
+
+@dataclass
+class MergeReport:
+    hunks: list[HunkPlacement] = field(default_factory=list)
+    deleted: list[int] = field(default_factory=list)  # original lines the merge removed
+    crossed: list[int] = field(default_factory=list)  # lines a marker kept outside its scope (less indented)
+
+    @property
+    def ambiguous(self) -> list[HunkPlacement]:
+        """Hunks whose place the structure does not settle: only common lines anchor them, or they are
+        new code between two markers."""
+        return [h for h in self.hunks if h.anchor == "ambiguous" or (h.anchor == "new" and h.between_markers)]
+
+    @property
+    def confident(self) -> bool:
+        """Every hunk placed by structure, nothing kept outside a marker's scope, and something to merge
+        (a snippet with no code lines leaves the edit to the instruction, which only the model reads)."""
+        return bool(self.hunks) and not self.ambiguous and not self.crossed
+
+
 @dataclass
 class MergeCandidate:
     text: str
     origin: list[int | None]  # per candidate line: the original line it copies, or None for a new line
     original_lines: int
+    report: MergeReport = field(default_factory=MergeReport)
 
     def edited_original_lines(self) -> set[int]:
         """Original lines the merge changed: deleted ones, and the neighbours of inserted lines."""
@@ -53,15 +129,22 @@ class MergeCandidate:
         return touched
 
 
-# Alignment scores. Deleting an original line costs more than inserting a new one: lazy snippets mostly
-# add code, and a deletion must be shown by the snippet's context on both sides.
-INSERT, DELETE, EDITED = 1, 1.2, 1
-PINS = 8  # occurrences of a hunk's first line tried as its start
+# Scores (a match is worth its weight; the rest cost). Chosen on the even-named half of the fixtures.
+# A snippet line the original has once is context almost surely: matching it is worth much, writing it
+# as new code (a duplicate) costs as much. A line the original has several times (`return nil`, `}`) is
+# as likely new code as context: little either way, so new code does not latch onto old code.
+UNIQUE, COMMON, TRIVIAL, BLANK = 3.0, 0.5, 0.3, 0.3  # match of a line found once / more often / `}` / blank
+REINDENTED = 0.25  # a match whose indentation differs is worth this much less
+EDITED = -0.5  # a snippet line that replaces a similar original line (worse than a keep and a new line)
+INSERT, INSERT_BLANK = 1.0, 0.2  # a line the original does not have; a line it has costs its match weight
+DELETE, DELETE_BLANK = 1.0, 0.3
+CROSS = 2.5  # keeping a line a marker's indentation says it does not stand for
+OUT_OF_SCOPE = 10.0  # a body's opening line written as new, or its closing line placed inside it
+_NEG = -1e18
 
 
-def _weight(line: str) -> float:
-    """What matching this line is worth: little for blank lines and lone braces, which match anywhere."""
-    return 2.0 if len(line.strip()) > 3 else 0.5
+def _trivial(key: str) -> bool:
+    return len(key) <= 3 or not any(ch.isalnum() for ch in key)
 
 
 def _similar(a: str, b: str) -> bool:
@@ -74,121 +157,383 @@ def _similar(a: str, b: str) -> bool:
     start = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), shorter)
     end = next((i for i, (x, y) in enumerate(zip(reversed(a), reversed(b))) if x != y), shorter)
     common = min(start + end, shorter)
-    return common >= 8 and common >= 0.7 * shorter
+    return common >= 8 and common >= 0.6 * shorter
 
 
-def _hunks(update_lines: list[str]) -> tuple[list[list[str]], bool]:
-    """Runs of non-marker lines (blank lines at their ends dropped), and whether the snippet starts
-    with a marker."""
-    hunks, current = [], []
-    for line in update_lines + ["// ...\n"]:  # a closing marker flushes the last hunk
-        if is_marker(line):
-            while current and not current[-1].strip():
-                current.pop()
-            if any(x.strip() for x in current):
-                hunks.append(current)
-            current = []
+@dataclass
+class _Snippet:
+    lines: list[str]  # the snippet's code lines, markers removed
+    hunk_of: list[int]  # per line: its hunk
+    reach: list[int | None]  # per gap (before line i; len(lines) + 1 gaps): the marker's indentation, or None
+    number: list[int]  # per line: its line number in the snippet
+    markers: set[int]  # line numbers of the marker lines
+
+
+def _parse_snippet(update_lines: list[str], original_keys: set[str], language: str) -> _Snippet:
+    lines, hunk_of, number, reach, markers = [], [], [], [None], set()
+    hunk, previous = 0, ""
+    content = [n for n, line in enumerate(update_lines) if line.strip()]
+    first, last = (content[0], content[-1]) if content else (0, -1)
+    for n, line in enumerate(update_lines[first:last + 1], start=first):
+        key = line.strip()
+        bare = key in ("...", "…") and not (language == "python" and previous.rstrip().endswith(":"))
+        if key not in original_keys and (is_marker(line) or bare):
+            width = _width(line)
+            reach[-1] = width if reach[-1] is None else min(reach[-1], width)
+            markers.add(n)
+            if lines:
+                hunk += 1
+            continue
+        lines.append(line)
+        hunk_of.append(hunk)
+        number.append(n)
+        reach.append(None)
+        if key:
+            previous = line
+    return _Snippet(lines, hunk_of, reach, number, markers)
+
+
+def _pairs(original: str, update: str, snippet: _Snippet, language: str) -> list[tuple[int, int, int, int, bool]]:
+    """(first, last snippet code line, first, last original line, whole) for the snippet's definitions
+    that have exactly one namesake of their kind in the original and in the snippet: those shown whole
+    (no marker inside: `whole`), and those shown with markers inside but with their closing line
+    (`}`, `end`), whose first and last lines are the original's first and last."""
+    in_snippet = definitions(update, language)
+    if not in_snippet:
+        return []
+    in_original = definitions(original, language)
+    names = Counter((d.kind, d.name) for d in in_original)
+    shown_names = Counter((d.kind, d.name) for d in in_snippet)
+    by_name = {(d.kind, d.name): d for d in in_original}
+    index = {n: i for i, n in enumerate(snippet.number)}
+    whole_spans: list[tuple[int, int]] = []
+    pairs = []
+    for d in in_snippet:  # outer definitions come before the ones inside them
+        key = (d.kind, d.name)
+        if names[key] != 1 or shown_names[key] != 1 or d.start_line not in index or d.end_line not in index:
+            continue
+        if any(a <= d.start_line and d.end_line <= b for a, b in whole_spans):
+            continue  # inside a definition shown whole: it goes with it
+        o = by_name[key]
+        # Without decorators of its own, the snippet's definition leaves the original's in place.
+        start = o.start_line if d.name_line > d.start_line else o.name_line
+        # (a marker right after it may be the rest of its body: not shown whole then)
+        whole = d.complete and not any(d.start_line <= m <= d.end_line + 1 for m in snippet.markers)
+        last = snippet.lines[index[d.end_line]]
+        closed = (d.name_line in index and d.end_line > d.name_line and _trivial(last.strip())
+                  and _width(last) <= _width(snippet.lines[index[d.name_line]]))  # `}` or `end` closes it
+        if whole:
+            whole_spans.append((d.start_line, d.end_line))
+        elif not closed:
+            continue
+        pairs.append((index[d.start_line], index[d.end_line], start, o.end_line, whole))
+    pairs.sort()
+    kept, last = [], (-1, -1)
+    for p in pairs:  # nested or in order on both sides
+        if all(p[2] > q[3] or (q[0] <= p[0] and p[1] <= q[1] and q[2] <= p[2] and p[3] <= q[3]) for q in kept):
+            kept.append(p)
+    return kept
+
+
+def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet) -> list[tuple]:
+    """A snippet without a leading (trailing) marker whose unmatched head (tail) is followed (preceded)
+    by a match rewrites the original's head (tail) when that is no longer than the snippet's plus one."""
+    def rewrite(seq: list[tuple]) -> list[tuple]:
+        kept = next((n for n, op in enumerate(seq) if op[0] != "keep"), len(seq))
+        end = next((n for n in range(kept, len(seq)) if seq[n][0] != "ins"), len(seq))
+        if 0 < kept <= end - kept + 1 and kept < end < len(seq) and seq[end][0] in ("match", "edit"):
+            return [("del", op[1]) for op in seq[:kept]] + seq[kept:]
+        return seq
+
+    if snippet.reach[0] is None:
+        ops = rewrite(ops)
+    if snippet.reach[-1] is None:
+        ops = rewrite(ops[::-1])[::-1]
+    return ops
+
+
+def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter) -> list[tuple]:
+    """The best-scoring alignment as ops in order: ("keep", j) ("del", j) ("match", i, j) ("edit", i, j)
+    ("ins", i); "keep" ops carry a third item, True where the kept line is outside the marker's scope."""
+    s_lines, m, n = snippet.lines, len(snippet.lines), len(orig)
+    o_keys = [line.strip() for line in orig]
+    o_rstrip = [line.rstrip() for line in orig]
+    o_width = np.array([_width(line) for line in orig], dtype=np.int64)
+    o_blank = np.array([not k for k in o_keys], dtype=bool)
+    ids: dict[str, int] = {}
+    o_key_id = np.array([ids.setdefault(k, len(ids)) for k in o_keys], dtype=np.int64)
+    o_exact_id = np.array([ids.setdefault("\0" + k, len(ids)) for k in o_rstrip], dtype=np.int64)
+    by_start: dict[str, list[int]] = {}
+    for j, k in enumerate(o_keys):
+        if len(k) >= 4:
+            by_start.setdefault(k[:4], []).append(j)
+            by_start.setdefault("\0" + k[-4:], []).append(j)
+    delete = np.where(o_blank, DELETE_BLANK, DELETE)
+    # A definition shown whole (snippet lines a..b) replaces the original's (lines start..end): the
+    # alignment is at column `start` before line a and places line b on column end + 1.
+    starts_at, ends_at, inside = {}, {}, []
+    for a, b, start, end, whole in pairs:
+        starts_at[a], ends_at[b + 1] = start, end + 1
+        if whole:
+            inside.append((a + 1, b, start, end + 1))
+    last_hunk = [line.strip() for line, h in zip(s_lines, snippet.hunk_of) if h == snippet.hunk_of[-1]] if m else []
+    if m and snippet.reach[-1] is None and not any(k in counts for k in last_hunk if k):
+        ends_at[m] = n  # new code after the last marker, with nothing after it: the end of the file
+    # A snippet that starts (ends) with the file's first (last) line starts (ends) where the file does.
+    content = [j for j in range(n) if o_keys[j]]
+    s_content = [i for i in range(m) if s_lines[i].strip()]
+    if content and s_content and snippet.reach[0] is None and s_lines[s_content[0]].rstrip() == o_rstrip[content[0]]:
+        starts_at.setdefault(s_content[0], content[0])
+    if content and s_content and snippet.reach[-1] is None and s_lines[s_content[-1]].rstrip() == o_rstrip[content[-1]]:
+        ends_at.setdefault(s_content[-1] + 1, content[-1] + 1)
+
+    score = np.full((m + 1, n + 1), _NEG)
+    src = np.zeros((m + 1, n + 1), dtype=np.int32)
+    how = np.zeros((m + 1, n + 1), dtype=np.int8)  # 0 insert, 1 match, 2 edit
+    cols = np.arange(n + 1)
+
+    def horizontal(i: int, cand: np.ndarray) -> None:
+        if i in ends_at:
+            cand = np.where(cols == ends_at[i], cand, _NEG)
+        if snippet.reach[i] is None and 0 < i < m:
+            costs = delete
+        elif (reach := scope(i)) is None:  # a piece of the file, or all that comes before / after it
+            costs = np.zeros(n)
         else:
-            current.append(line)
-    content = [x for x in update_lines if x.strip()]
-    return hunks, bool(content) and is_marker(content[0])
+            costs = np.where(o_blank | (o_width >= reach), 0.0, CROSS)
+        # Moving along the row consumes original lines; the best start for each column is a running max.
+        acc = np.concatenate(([0.0], np.cumsum(costs)))
+        val = cand + acc
+        run = np.maximum.accumulate(val)
+        score[i] = run - acc
+        src[i] = np.maximum.accumulate(np.where(val >= run, cols, 0))
+        if i in starts_at:
+            score[i, :starts_at[i]] = _NEG
+            score[i, starts_at[i] + 1:] = _NEG
+        for lo, hi, start, stop in inside:
+            if lo <= i <= hi:
+                score[i, :start] = _NEG
+                score[i, stop + 1:] = _NEG
 
+    closing, opening = _closing_lines(snippet), _opening_lines(snippet)
 
-def _fit(hunk: list[str], original: list[str], cursor: int) -> tuple[float, int, int, list[int | None]] | None:
-    """Place the hunk on the span of original[cursor:] it fits best.
-
-    A hunk opens with context: the line right after the code its marker stands for. So when its first
-    line occurs in the original, the span starts at one of those occurrences (the best-scoring of the
-    first few, the earliest on a tie); otherwise anywhere. Returns (score, span start, span end, per hunk
-    line the original line it copies or None for a new line), or None when nothing anchors the hunk.
-    """
-    h = [x.rstrip() for x in hunk]
-    o = [x.rstrip() for x in original[cursor:]]
-    pins = [j for j, line in enumerate(o) if line == h[0]][:PINS]
-    if not pins:
-        return _align(h, o, cursor, pinned=False)
-    window = 4 * len(h) + 50  # a hunk replaces about its own length of original
-    fits = [_align(h, o[j:j + window], cursor + j, pinned=True) for j in pins]
-    fits = [f for f in fits if f is not None]
-    return max(fits, key=lambda f: (f[0], -f[1])) if fits else None
-
-
-def _align(h: list[str], o: list[str], offset: int, pinned: bool) -> tuple[float, int, int, list[int | None]] | None:
-    """Fitting alignment of hunk lines h to original lines o (skipping lines of o before and after the
-    span is free unless pinned, where the span starts at o[0]; inside it, unmatched lines cost)."""
-    m, n = len(h), len(o)
-    NEG = float("-inf")
-    score = [[0.0] + [NEG if pinned else 0.0] * n] + [[NEG] * (n + 1) for _ in range(m)]
-    move = [[0] * (n + 1) for _ in range(m + 1)]  # 1 diagonal, 2 hunk line inserted, 3 original line deleted
+    def scope(i: int) -> int | None:
+        """How deep the marker in gap i keeps lines: a marker between two snippet lines stands for code
+        as deep as it is indented; one before the first or after the last line for all before or after."""
+        return snippet.reach[i] if 0 < i < m else None
+    first = np.full(n + 1, _NEG)
+    first[0] = 0.0
+    horizontal(0, first)
     for i in range(1, m + 1):
-        row, prev, mv = score[i], score[i - 1], move[i]
-        row[0], mv[0] = prev[0] - INSERT, 2
-        hi, wi = h[i - 1], _weight(h[i - 1])
-        for j in range(1, n + 1):
-            best, how = prev[j] - INSERT, 2
-            if row[j - 1] - DELETE > best:
-                best, how = row[j - 1] - DELETE, 3
-            oj = o[j - 1]
-            if hi == oj:
-                diag = prev[j - 1] + wi
-            elif _similar(hi, oj):
-                diag = prev[j - 1] + EDITED
-            else:
-                diag = NEG
-            if diag >= best:
-                best, how = diag, 1
-            row[j], mv[j] = best, how
-    end = max(range(n + 1), key=lambda j: (score[m][j], -j))
-    if score[m][end] <= -INSERT * m:  # no better than all new lines: nothing anchors the hunk
-        return None
-    mapping: list[int | None] = []
-    i, j = m, end
-    while i > 0:
-        how = move[i][j]
-        if how == 1:
-            mapping.append(offset + j - 1 if h[i - 1] == o[j - 1] else None)
-            i, j = i - 1, j - 1
-        elif how == 2:
-            mapping.append(None)
-            i -= 1
+        line = s_lines[i - 1]
+        key, prev = line.strip(), score[i - 1]
+        if not key:
+            weight, insert = BLANK, INSERT_BLANK
+        elif key not in counts:
+            weight, insert = 0.0, INSERT
+        elif _trivial(key):
+            weight = insert = TRIVIAL
         else:
+            weight = insert = UNIQUE if counts[key] == 1 else COMMON
+        cand = prev - insert
+        gain = np.full(n, _NEG)
+        edited = np.zeros(n, dtype=bool)
+        if key in ids:
+            strip_eq = o_key_id == ids[key]
+            gain[strip_eq] = weight - REINDENTED
+            exact = ids.get("\0" + line.rstrip())
+            if exact is not None:
+                gain[o_exact_id == exact] = weight
+        if key and len(key) >= 4 and key not in counts:  # a line the original has is not an edit of another
+            for j in set(by_start.get(key[:4], [])) | set(by_start.get("\0" + key[-4:], [])):
+                if gain[j] == _NEG and _similar(key, o_keys[j]):
+                    gain[j], edited[j] = EDITED, True
+        diag = np.concatenate(([_NEG], prev[:-1] + gain))
+        if (reach := closing[i - 1]) is not None:
+            # The first line less indented than the marker before it closes the marker's scope: it is
+            # placed where that scope ends (on the first such original line, or before it when new).
+            ends = ~o_blank & (o_width < reach)
+            cand = np.where(np.concatenate((ends, [True])), cand, cand - OUT_OF_SCOPE)
+            diag = np.where(np.concatenate(([False], ends)), diag, diag - OUT_OF_SCOPE)
+        if opening[i - 1]:
+            cand = cand - OUT_OF_SCOPE  # a marker inside a body stands for existing code: the body exists
+        better = diag >= cand
+        how[i] = np.where(better, np.where(np.concatenate(([False], edited)), 2, 1), 0)
+        cand = np.where(better, diag, cand)
+        horizontal(i, cand)
+
+    ops: list[tuple] = []
+    i, j = m, n
+    while True:
+        s = int(src[i, j])
+        reach = scope(i)
+        for t in range(j - 1, s - 1, -1):
+            if snippet.reach[i] is None and 0 < i < m:
+                ops.append(("del", t))
+            else:
+                outside = reach is not None and not o_blank[t] and o_width[t] < reach
+                ops.append(("keep", t, bool(outside)))
+        j = s
+        if i == 0:
+            break
+        if how[i, j] == 0:
+            ops.append(("ins", i - 1))
+        else:
+            ops.append(("match" if how[i, j] == 1 else "edit", i - 1, j - 1))
             j -= 1
-    return score[m][end], offset + j, offset + end, mapping[::-1]
+        i -= 1
+    return ops[::-1]
 
 
-def merge(original: str, update: str) -> MergeCandidate:
+def _closing_lines(snippet: _Snippet) -> list[int | None]:
+    """Per snippet line: the indentation of the marker whose scope it closes (the first non-blank line
+    after a marker inside a body, less indented than the marker), else None."""
+    closing: list[int | None] = [None] * len(snippet.lines)
+    reach = None
+    for i, line in enumerate(snippet.lines):
+        if snippet.reach[i] is not None and i > 0:  # a leading marker stands for all before: no scope
+            reach = snippet.reach[i]
+        if not line.strip():
+            continue
+        if reach and _width(line) < reach:
+            closing[i] = reach
+        reach = None
+    return closing
+
+
+def _opening_lines(snippet: _Snippet) -> list[bool]:
+    """Per snippet line: whether it opens a body that a marker inside it elides (the last non-blank line
+    before a marker indented deeper than the line)."""
+    opening = [False] * len(snippet.lines)
+    last = None
+    for i in range(len(snippet.lines) + 1):
+        reach = snippet.reach[i]
+        if reach and last is not None and _width(snippet.lines[last]) < reach:
+            opening[last] = True
+        if i < len(snippet.lines) and snippet.lines[i].strip():
+            last = i
+    return opening
+
+
+def _shift(hunk_pairs: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """(remove, add): how new lines of a hunk are re-indented when its matched lines all sit at one
+    indentation offset from the original's (the snippet shows the code without its enclosing block)."""
+    shifts = set()
+    for s_line, o_line in hunk_pairs:
+        s_ws, o_ws = _indent(s_line), _indent(o_line)
+        if o_ws.endswith(s_ws):
+            shifts.add(("", o_ws[:len(o_ws) - len(s_ws)]))
+        elif s_ws.endswith(o_ws):
+            shifts.add((s_ws[:len(s_ws) - len(o_ws)], ""))
+        else:
+            return None
+    if len(shifts) != 1:
+        return None
+    shift = shifts.pop()
+    return shift if shift != ("", "") else None
+
+
+_RANK = ["new", "ambiguous", "edited", "scope", "unique", "definition"]  # how firmly a hunk's place is settled
+
+
+def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     orig = split_lines(original)
     newline = "\r\n" if original.count("\r\n") * 2 > original.count("\n") else "\n"
     # Every snippet line ends like the original's lines, so none is glued to the next.
-    update_lines = [line if line.endswith("\n") else line + newline for line in split_lines(update)]
-    hunks, starts_with_marker = _hunks(update_lines)
+    update_lines = [line.rstrip("\r\n") + newline for line in split_lines(update)]
+    counts = Counter(line.strip() for line in orig)
+    snippet = _parse_snippet(update_lines, set(counts), language)
+    pairs = _pairs(original, "".join(update_lines), snippet, language) if language and orig else []
+    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts), snippet)
+
+    in_pair = {i for a, b, _, _, whole in pairs if whole for i in range(a, b + 1)}
+    matched_by_hunk: dict[int, list[tuple[str, str]]] = {}
+    for op in ops:
+        if op[0] == "match" and snippet.lines[op[1]].strip():
+            matched_by_hunk.setdefault(snippet.hunk_of[op[1]], []).append((snippet.lines[op[1]], orig[op[2]]))
+    shifts = {h: _shift(p) for h, p in matched_by_hunk.items()}
+
     out: list[tuple[str, int | None]] = []
-    cursor = 0
-
-    def keep_until(end: int) -> None:
-        nonlocal cursor
-        out.extend((orig[i], i) for i in range(cursor, end))
-        cursor = max(cursor, end)
-
-    for n, hunk in enumerate(hunks):
-        blank_head = next(i for i, line in enumerate(hunk) if line.strip())
-        fit = _fit(hunk[blank_head:], orig, cursor)
-        if fit is None:
-            # Nothing to anchor on: new code. After the last marker it goes at the end of the file.
-            if n == len(hunks) - 1 and (n > 0 or starts_with_marker):
-                keep_until(len(orig))
-            out.extend((line, None) for line in hunk)
+    report = MergeReport()
+    hunk_info: dict[int, dict] = {}
+    next_original = 0
+    for op in ops:
+        kind = op[0]
+        if kind == "keep":
+            out.append((orig[op[1]], op[1]))
+            if op[2]:
+                report.crossed.append(op[1])
+            next_original = op[1] + 1
             continue
-        _, span_start, span_end, lines = fit
-        keep_until(span_start)
-        out.extend((orig[o], o) if o is not None else (line, None) for line, o in zip(hunk[blank_head:], lines))
-        cursor = span_end
-    keep_until(len(orig))
+        if kind == "del":
+            report.deleted.append(op[1])
+            next_original = op[1] + 1
+            continue
+        i = op[1]
+        line, hunk = snippet.lines[i], snippet.hunk_of[i]
+        info = hunk_info.setdefault(hunk, {"start": i, "lines": 0, "anchor": "new", "at": None})
+        info["lines"] += 1
+        shift = shifts.get(hunk)
+        if kind == "ins" or kind == "edit":
+            if shift and line.strip() and line.startswith(shift[0]):
+                line = shift[1] + line[len(shift[0]):]
+            out.append((line, None))
+            if info["at"] is None:
+                info["at"] = op[2] if kind == "edit" else next_original
+            if kind == "edit":
+                edited = orig[op[2]].strip()
+                rank = "edited" if not _trivial(edited) and counts[edited] == 1 else "ambiguous"
+                if _RANK.index(rank) > _RANK.index(info["anchor"]):
+                    info["anchor"] = rank
+                next_original = op[2] + 1
+            continue
+        j = op[2]
+        same = line.rstrip() == orig[j].rstrip()
+        out.append((orig[j], j) if same or shift else (line, None))
+        key = line.strip()
+        if info["at"] is None:
+            info["at"] = j
+        rank = "definition" if i in in_pair else "unique" if key and not _trivial(key) and counts[key] == 1 \
+            else "ambiguous"
+        if _RANK.index(rank) > _RANK.index(info["anchor"]):
+            info["anchor"] = rank
+        if i == info["start"] and (reach := snippet.reach[i]) and reach > 0 and rank == "ambiguous" \
+                and _width(orig[j]) < reach:
+            info["anchor"] = "scope"  # the line its marker's scope ends on
+        next_original = j + 1
+    report.hunks = [HunkPlacement(snippet.number[v["start"]], v["lines"], v["anchor"], v["at"],
+                                  snippet.reach[v["start"]] is not None and snippet.reach[v["start"] + v["lines"]] is not None)
+                    for _, v in sorted(hunk_info.items())]
+    text = _join(_without_blank_insertions(out), original, newline)
+    return MergeCandidate(text, [o for _, o in out], len(orig), report)
+
+
+def _without_blank_insertions(out: list[tuple[str, int | None]]) -> list[tuple[str, int | None]]:
+    """Drops new blank lines that would sit between two original lines adjacent in the original: a blank
+    the snippet puts beside a marker stands for layout around the code the marker keeps, not for a change."""
+    keep, n = [], 0
+    while n < len(out):
+        end = n
+        while end < len(out) and out[end][1] is None and not out[end][0].strip():
+            end += 1
+        if end > n:
+            before = out[n - 1][1] if n else None
+            after = out[end][1] if end < len(out) else None
+            if not (before is not None and after is not None and after == before + 1):
+                keep.extend(out[n:end])
+            n = end
+        else:
+            keep.append(out[n])
+            n += 1
+    return keep
+
+
+def _join(out: list[tuple[str, int | None]], original: str, newline: str) -> str:
     # The original's last line may lack a newline and still land mid-candidate.
     text = "".join(line if line.endswith("\n") else line + newline for line, _ in out[:-1])
     text += out[-1][0] if out else ""
-    if text and not original.endswith("\n") and out[-1][1] is None:
+    if text and not original.endswith("\n") and original and out[-1][1] is None:
         text = text.rstrip("\r\n")  # the snippet wrote the last line: end it like the original
-    elif original.endswith("\n") and text and not text.endswith("\n"):
+    elif (original.endswith("\n") or not original) and text and not text.endswith("\n"):
         text += newline
-    return MergeCandidate(text, [o for _, o in out], len(orig))
+    return text

@@ -1,0 +1,84 @@
+"""Named definitions (functions, methods, classes, types, impls) found with tree-sitter, by line range.
+
+The merge uses them as structure: a definition the snippet shows whole, with no marker inside, replaces
+the original's definition of the same kind and name, from its first line to its last, whatever lines of
+the old body the snippet no longer has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .regions import parser_for
+
+# Node types that define something by name, in the grammars the language pack ships.
+_DEFINITIONS = {
+    "function_definition", "class_definition",  # python, c, cpp
+    "function_declaration", "generator_function_declaration", "class_declaration", "method_definition",
+    "interface_declaration", "type_alias_declaration", "enum_declaration", "abstract_class_declaration",
+    "method_declaration", "constructor_declaration", "record_declaration",  # java, go
+    "type_declaration",  # go
+    "function_item", "struct_item", "enum_item", "trait_item", "impl_item", "mod_item",  # rust
+    "method", "singleton_method", "class", "module",  # ruby
+    "struct_specifier",  # c
+}
+_WRAPPERS = {"decorated_definition", "export_statement"}  # a definition's range includes these
+
+
+@dataclass(frozen=True)
+class Definition:
+    kind: str  # the node type
+    name: str  # what the definition is called (for Go methods and Rust impls: with the receiver type)
+    start_line: int  # its decorators and export keyword included
+    end_line: int  # inclusive
+    name_line: int  # where the definition itself starts (after its decorators)
+    complete: bool  # parses without errors
+
+
+def _text(node) -> str:
+    return node.text.decode("utf-8", "replace")
+
+
+def _name(node) -> str | None:
+    if node.type == "impl_item":
+        trait, type_ = node.child_by_field_name("trait"), node.child_by_field_name("type")
+        return f"{_text(trait) if trait else ''} for {_text(type_)}" if type_ else None
+    if node.type == "type_declaration":
+        spec = next((c for c in node.named_children if c.type in ("type_spec", "type_alias")), None)
+        return _name(spec) if spec else None
+    if node.type == "function_definition" and node.child_by_field_name("name") is None:  # c, cpp
+        declarator = node.child_by_field_name("declarator")
+        while declarator is not None and declarator.type not in ("identifier", "field_identifier"):
+            declarator = declarator.child_by_field_name("declarator")
+        return _text(declarator) if declarator is not None else None
+    name = node.child_by_field_name("name")
+    if name is None:
+        return None
+    receiver = node.child_by_field_name("receiver")  # go methods: (s *Store) pathFor
+    return f"{_text(receiver)} {_text(name)}" if receiver is not None else _text(name)
+
+
+def _outer(node):
+    while node.parent is not None and node.parent.type in _WRAPPERS:
+        node = node.parent
+    return node
+
+
+def definitions(text: str, language: str) -> list[Definition]:
+    """The named definitions in text, outer ones before the ones inside them."""
+    parser = parser_for(language)
+    if parser is None or not text.strip():
+        return []
+    found: list[Definition] = []
+
+    def visit(node) -> None:
+        for child in node.named_children:
+            if child.type in _DEFINITIONS and (name := _name(child)):
+                outer = _outer(child)
+                start, (end, column) = outer.start_point[0], outer.end_point
+                end -= 1 if column == 0 and end > start else 0  # a node that ends with its newline
+                found.append(Definition(child.type, name, start, end, child.start_point[0], not child.has_error))
+            visit(child)
+
+    visit(parser.parse(text.encode("utf-8")).root_node)
+    return found
