@@ -1,8 +1,11 @@
-"""Apply an edit: request → prompt → decode (spec, plain or transformers' prompt lookup) → streamed file text.
+"""Apply an edit: request → merge → prompt → decode (spec, plain or transformers' prompt lookup) → judged,
+streamed file text.
 
-This is the one path that the CLI and the bench use (the gRPC service will too). `Applier.stream` returns an
-`ApplyRun`: iterate it for text pieces as they are verified; afterwards `.text` is the whole file and
-`.stats` says what it cost.
+This is the one path that the CLI, the bench and the gRPC service use. `Applier.stream` returns an
+`ApplyRun`: iterate it for text pieces as they are verified; afterwards `.text` is the whole file,
+`.stats` says what it cost and `.outcome` which path produced it (`decide.py`). The default (`spec` with
+the `verify` pipeline) hands back only a result that passes the checks, and raises `ApplyRefused` when
+none does; a piece of type `Replacement` replaces all text streamed before it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Iterator
 
 import torch
 
+from .decide import ApplyRefused, Judge, Outcome
 from .decoding import Decoding, DecodeStats, Sampling, no_draft
 from .draft_length import AdaptiveK, CostCurve, RegionAdaptiveK, cached_cost
 from .drafting import DraftPlan, plan_drafting
@@ -35,6 +39,9 @@ DRAFTING = ("merge", "copy")
 # exact: the output is the target's own; typical: also accept a drafted token the target gives
 # probability >= typical_threshold (faster, NOT the target's output; greedy only).
 ACCEPTANCE = ("exact", "typical")
+# verify: spec's output is judged against the merge and the checks (decide.py), and refused when nothing
+# passes; model: the model's own output, unjudged (spec == plain greedy holds for it).
+PIPELINES = ("verify", "model")
 PROMPT_LOOKUP_TOKENS = 10  # transformers' own suggestion for prompt_lookup_num_tokens
 
 
@@ -67,6 +74,11 @@ class ApplyOptions:
     drafting: str = "merge"
     acceptance: str = "exact"
     typical_threshold: float = 0.3
+    pipeline: str = "verify"  # applies to spec with merge drafting; other methods are the model's own output
+
+    @property
+    def judged(self) -> bool:
+        return self.pipeline == "verify" and self.method == "spec" and self.drafting == "merge"
 
     def validate(self) -> None:
         if self.method not in METHODS:
@@ -84,6 +96,8 @@ class ApplyOptions:
             raise ApplyError(f"unknown drafting {self.drafting!r}; choose one of {', '.join(DRAFTING)}")
         if self.acceptance not in ACCEPTANCE:
             raise ApplyError(f"unknown acceptance {self.acceptance!r}; choose one of {', '.join(ACCEPTANCE)}")
+        if self.pipeline not in PIPELINES:
+            raise ApplyError(f"unknown pipeline {self.pipeline!r}; choose one of {', '.join(PIPELINES)}")
         if self.acceptance == "typical" and (self.temperature > 0 or not 0 < self.typical_threshold <= 1):
             raise ApplyError("typical acceptance is greedy only (temperature 0) with a threshold in (0, 1]")
 
@@ -95,6 +109,8 @@ class ApplyStats(DecodeStats):
     method: str = "spec"
     prompt_tokens: int = 0
     plan_s: float = 0.0  # building the drafting plan: merge candidate, regions, suffix arrays
+    path: str = ""  # which path produced the text (decide.PATHS); "" when unjudged
+    disagreement_line: int = 0  # 1-based line of the merge where the model first departed from it; 0: none
 
     @property
     def decode_s(self) -> float:
@@ -106,20 +122,29 @@ class ApplyStats(DecodeStats):
         return d
 
 
+class Replacement(str):
+    """A streamed piece that replaces all text streamed before it (the pipeline changed its mind)."""
+
+
 class ApplyRun:
-    """One streaming apply. Iterate for file text pieces; `.text`, `.tokens` and `.stats` are complete
-    afterwards. `cancel()` (from any thread) stops decoding after the current verify pass; `close()`
-    releases the model and its KV cache at once, also when the iteration was abandoned half-way."""
+    """One streaming apply. Iterate for file text pieces; `.text`, `.tokens`, `.stats` and `.outcome` are
+    complete afterwards. `cancel()` (from any thread) stops decoding after the current verify pass;
+    `close()` releases the model and its KV cache at once, also when the iteration was abandoned half-way.
+    With a `judge`, the text is chosen by `decide.py`'s rule and the iteration raises `ApplyRefused` at the
+    end when nothing passes the checks."""
 
     def __init__(self, blocks: Iterator[list[int]], detok: IncrementalDetokenizer, extractor: OutputExtractor,
-                 stats: ApplyStats, start: float):
+                 stats: ApplyStats, start: float, candidate: str | None = None, judge: Judge | None = None):
         self._blocks, self._detok, self._extractor = blocks, detok, extractor
         self.stats = stats
-        self.candidate: str | None = None  # the merge candidate drafting started from, if any
+        self.candidate = candidate  # the merge candidate's text drafting started from, if any
         self.text = ""
+        self.model_text = ""  # what the model wrote (it stops early where the trusted merge wins)
         self.tokens: list[int] = []
+        self.outcome: Outcome | None = None
         self.cancelled = False
         self._start = start
+        self._judge = judge
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -140,15 +165,60 @@ class ApplyRun:
         finally:
             self.close()
 
+    def _emit(self, piece: str) -> Iterator[str]:
+        if not piece:
+            return
+        if not self.text:
+            self.stats.ttft_s = time.perf_counter() - self._start
+        self.text = piece if isinstance(piece, Replacement) else self.text + piece
+        yield piece
+
     def __iter__(self) -> Iterator[str]:
-        for piece in self._pieces():
-            if not piece:
-                continue
-            if not self.text:
-                self.stats.ttft_s = time.perf_counter() - self._start
-            self.text += piece
-            yield piece
+        if self._judge is None:
+            for piece in self._pieces():
+                self.model_text += piece
+                yield from self._emit(piece)
+        elif self._judge.merge_trusted:
+            yield from self._verify_merge(self._judge)
+        else:
+            yield from self._model_then_judge(self._judge)
         self.stats.total_s = time.perf_counter() - self._start
+
+    def _verify_merge(self, judge: Judge) -> Iterator[str]:
+        """The merge is the answer: stream it as the model verifies it, stop the model where it departs."""
+        merge_text = judge.candidate.text
+        pieces = self._pieces()
+        finished = True
+        for piece in pieces:
+            self.model_text += piece
+            if not merge_text.startswith(self.model_text):
+                finished = False
+                pieces.close()
+                break
+            yield from self._emit(piece)
+        if self.cancelled:
+            return
+        self._decide(judge, finished)
+        yield from self._emit(merge_text[len(self.text):])
+
+    def _model_then_judge(self, judge: Judge) -> Iterator[str]:
+        for piece in self._pieces():
+            self.model_text += piece
+            yield from self._emit(piece)
+        if self.cancelled:
+            return
+        outcome = self._decide(judge, True)
+        if outcome.path == "merge-fallback":
+            yield from self._emit(Replacement(judge.candidate.text))
+        elif outcome.path == "refused":
+            self.stats.total_s = time.perf_counter() - self._start
+            raise ApplyRefused(outcome.reason)
+
+    def _decide(self, judge: Judge, finished: bool) -> Outcome:
+        self.outcome = judge.after_model(self.model_text, finished)
+        self.stats.path = self.outcome.path
+        self.stats.disagreement_line = self.outcome.disagreement_line or 0
+        return self.outcome
 
     def result(self) -> str:
         for _ in self:
@@ -205,7 +275,9 @@ class Applier:
         fmt = FORMATS[options.prompt_format]
         # One merge serves both the prompt (formats that show it) and merge drafting.
         drafts_from_merge = proposer is None and options.method in ("spec", "spec-fixed") and options.drafting == "merge"
-        candidate = merge(request.original, request.update) if drafts_from_merge or "{merged}" in fmt.user else None
+        language = request.language or language_of(request.path)
+        candidate = (merge(request.original, request.update, language)
+                     if drafts_from_merge or "{merged}" in fmt.user or options.judged else None)
         merge_s = time.perf_counter() - start if drafts_from_merge else 0.0  # part of the drafting plan's cost
         prompt_text = self.prompt_text(request, options, candidate)
         prompt = self._encode(prompt_text)
@@ -227,16 +299,17 @@ class Applier:
             elif proposer is None:
                 t0 = time.perf_counter()
                 plan = plan_drafting(self.tokenizer, request.original, request.update,
-                                     request.language or language_of(request.path),
+                                     language,
                                      candidate if drafts_from_merge else None, closing=fmt.close,
                                      prompt=prompt_text)
                 proposer, stats.plan_s = plan.proposer, time.perf_counter() - t0 + merge_s
             stop = TextStop(self.tokenizer, "\n" + fmt.close)
             blocks = self._speculative(prompt, proposer, self._draft_length(options, plan), max_new, options, stop,
                                        stats)
-        run = ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start)
-        run.candidate = plan.candidate.text if plan and plan.candidate else None
-        return run
+        judge = (Judge(request.original, request.update, language, candidate, request.instruction)
+                 if options.judged else None)
+        return ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start,
+                        candidate=plan.candidate.text if plan and plan.candidate else None, judge=judge)
 
     def _speculative(self, prompt, proposer, draft_length, max_new, options: ApplyOptions, stop, stats: ApplyStats):
         sampling = Sampling(options.temperature, options.top_p, options.seed)

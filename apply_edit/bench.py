@@ -21,8 +21,10 @@ import torch
 
 from .apply import METHODS, Applier, ApplyOptions, ApplyRequest
 from .cases import EditCase
+from .decide import ApplyRefused, Judge
 from .failures import KINDS, failure_kinds
 from .files import write_atomic
+from .merge import merge
 from .proposers import SuffixArrayProposer
 
 NEAR_TIE_LOGIT_GAP = 0.25  # ~ two bf16 steps at the logit magnitudes seen here
@@ -43,6 +45,9 @@ class Record:
     divergence: dict | None = None
     error: str | None = None  # load runs: the status a request ended with, if not OK
     candidate_is_output: bool | None = None  # merge drafting: the merge candidate was already the output
+    path: str = ""  # which path produced the output (decide.PATHS); "" for unjudged methods
+    refused: bool = False  # no sound result: nothing would be written (output holds the model's text)
+    reason: str = ""  # the pipeline's reason for its path
     tokens: list = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict:
@@ -70,25 +75,42 @@ def bench_method_options(method: str, options: ApplyOptions) -> ApplyOptions:
     """A bench method name → apply options. Beyond the apply methods (spec = merge drafting with k per
     region): `spec-kN` (copy drafting from original and snippet, fixed k of N), `spec-adaptive` (copy
     drafting, one adaptive k for the file), `spec-typical-T` (spec with typical acceptance at threshold T:
-    not exact) and `oracle` (adaptive k drafting the target's own output: the ceiling for any proposer)."""
+    not exact), `spec-model` (spec's drafting, the model's own output unjudged: equal to plain greedy) and
+    `oracle` (adaptive k drafting the target's own output: the ceiling for any proposer). `merge` runs no
+    model: the merge's own text (see `merge_record`)."""
     if match := _FIXED_K.fullmatch(method):
         return replace(options, method="spec-fixed", k=int(match.group(1)), drafting="copy")
     if method == "spec-adaptive":
         return replace(options, method="spec", drafting="copy")
     if match := _TYPICAL.fullmatch(method):
         return replace(options, method="spec", acceptance="typical", typical_threshold=float(match.group(1)))
-    if method == "oracle":
-        return replace(options, method="spec")
+    if method in ("oracle", "spec-model"):
+        return replace(options, method="spec", pipeline="model")
     return replace(options, method=method)
 
 
 def is_bench_method(method: str) -> bool:
-    return (method in METHODS or method in ("oracle", "spec-adaptive") or _FIXED_K.fullmatch(method) is not None
+    return (method in METHODS or method in ("oracle", "spec-adaptive", "spec-model", "merge") or _FIXED_K.fullmatch(method) is not None
             or _TYPICAL.fullmatch(method) is not None)
 
 
-def run_case(applier: Applier, case: EditCase, method: str, options: ApplyOptions,
+def merge_record(case: EditCase) -> Record:
+    """The merge alone, no model: its text as the output, and whether the pipeline would trust it (path
+    `trusted`: confident and passing the checks, so the default's answer whatever the model writes;
+    `unsure`: the default runs the model to the end and judges its output)."""
+    t0 = time.perf_counter()
+    judge = Judge(case.original, case.update, case.language, merge(case.original, case.update, case.language),
+                  case.instruction)
+    text = judge.candidate.text
+    return Record(case.name, "merge", time.perf_counter() - t0, 0.0, 0, 0, text, text == case.expected,
+                  candidate_is_output=True, path="trusted" if judge.merge_trusted else "unsure",
+                  reason="; ".join(judge.merge_problems))
+
+
+def run_case(applier: Applier | None, case: EditCase, method: str, options: ApplyOptions,
              reference: list[int] | None = None) -> Record:
+    if method == "merge":
+        return merge_record(case)
     opts = bench_method_options(method, options)
     proposer = None
     if method == "oracle":
@@ -98,11 +120,16 @@ def run_case(applier: Applier, case: EditCase, method: str, options: ApplyOption
         # this run departs from the reference at a near-tie.
         proposer = SuffixArrayProposer([reference])
     run = applier.stream(request_for(case), opts, proposer=proposer)
-    text = run.result()
+    try:
+        text, refused = run.result(), False
+    except ApplyRefused:
+        text, refused = run.text, True
     s = run.stats
-    return Record(case.name, method, s.total_s, s.ttft_s, s.target_passes, s.new_tokens, text, text == case.expected,
-                  stats=s.to_dict(), tokens=list(run.tokens),
-                  candidate_is_output=None if run.candidate is None else run.candidate == text)
+    outcome = run.outcome
+    return Record(case.name, method, s.total_s, s.ttft_s, s.target_passes, s.new_tokens, text,
+                  not refused and text == case.expected, stats=s.to_dict(), tokens=list(run.tokens),
+                  candidate_is_output=None if run.candidate is None else run.candidate == text,
+                  path=outcome.path if outcome else "", refused=refused, reason=outcome.reason if outcome else "")
 
 
 def divergence(applier: Applier, case: EditCase, options: ApplyOptions, plain: list[int], other: list[int]) -> dict:
@@ -124,22 +151,28 @@ def divergence(applier: Applier, case: EditCase, options: ApplyOptions, plain: l
 
 
 def oracle_reference(by_method: dict[str, Record]) -> list[int] | None:
-    """The output the oracle copies: `spec`'s when it ran, else the first target-decoded method's (prompt
-    lookup decodes through generate, without token ids). Not plain greedy's by preference: in bf16 a verify
-    pass can resolve a near-tie otherwise than a single-token pass, and a plain output that departs early
-    (or even stops early) would leave the oracle nothing to copy; spec's passes are shaped like the oracle's."""
-    chosen = by_method.get("spec") or next((r for r in by_method.values() if r.method != "prompt-lookup"), None)
+    """The output the oracle copies: the model's own speculative output (`spec-model`, or `spec` where its
+    pipeline let the model write to the end), else the first target-decoded method's (prompt lookup decodes
+    through generate, without token ids). Not plain greedy's by preference: in bf16 a verify pass can
+    resolve a near-tie otherwise than a single-token pass, and a plain output that departs early (or even
+    stops early) would leave the oracle nothing to copy; spec's passes are shaped like the oracle's."""
+    spec = by_method.get("spec")
+    whole_spec = spec if spec is not None and spec.path != "merge" else None  # "merge": stopped at a departure
+    chosen = (by_method.get("spec-model") or whole_spec
+              or next((r for r in by_method.values() if r.method not in ("prompt-lookup", "spec")), None))
     return None if chosen is None else chosen.tokens
 
 
-def run_bench(applier: Applier, cases: list[EditCase], methods: list[str], options: ApplyOptions, log=print,
+def run_bench(applier: Applier | None, cases: list[EditCase], methods: list[str], options: ApplyOptions, log=print,
               on_case=None) -> list[Record]:
-    """Every method on every case; `on_case(records)` is called as each case completes (to save progress)."""
+    """Every method on every case; `on_case(records)` is called as each case completes (to save progress).
+    `applier` may be None when every method runs without a model (`merge`)."""
     if not cases:
         return []
-    # Warm-up: the first forward passes of a fresh process are slow (allocation, kernel selection).
-    applier.stream(request_for(cases[0]), replace(options, method="plain", max_new_tokens=4)).result()
-    applier.cost_curve()  # measured once per model and dtype, before any timed run
+    if applier is not None:
+        # Warm-up: the first forward passes of a fresh process are slow (allocation, kernel selection).
+        applier.stream(request_for(cases[0]), replace(options, method="plain", max_new_tokens=4)).result()
+        applier.cost_curve()  # measured once per model and dtype, before any timed run
     records = []
     for case in cases:
         by_method = {}
@@ -160,14 +193,15 @@ def run_bench(applier: Applier, cases: list[EditCase], methods: list[str], optio
     return records
 
 
-HEADER = f"{'case':34} {'method':14} {'wall s':>7} {'ttft s':>7} {'passes':>6} {'tok/pass':>8} {'acc %':>6} {'=plain':>6} {'exact':>5}"
+HEADER = (f"{'case':34} {'method':14} {'wall s':>7} {'ttft s':>7} {'passes':>6} {'tok/pass':>8} {'acc %':>6} "
+          f"{'=plain':>6} {'exact':>5} path")
 
 
 def format_row(r: Record) -> str:
     same = "-" if r.identical_to_plain is None else ("yes" if r.identical_to_plain else "NO")
     acc = f"{r.stats['acceptance_rate'] * 100:6.1f}" if r.stats.get("drafted_tokens") else "     -"
     return (f"{r.case:34} {r.method:14} {r.wall_s:7.2f} {r.ttft_s:7.2f} {r.target_passes:6d} "
-            f"{r.stats.get('tokens_per_pass', 0):8.2f} {acc} {same:>6} {'yes' if r.exact else 'no':>5}")
+            f"{r.stats.get('tokens_per_pass', 0):8.2f} {acc} {same:>6} {'yes' if r.exact else 'no':>5} {r.path}")
 
 
 @dataclass
@@ -218,16 +252,24 @@ def summary(records: list[Record], methods: list[str]) -> str:
 
 
 def failure_summary(records: list[Record], cases: list[EditCase], methods: list[str]) -> str:
-    """Per method: how many outputs are exactly `expected`, and the failure kinds of the others (a case can
-    show more than one kind)."""
+    """Per method: exact outputs (all cases, and each half: even and odd positions by name), refusals, wrong
+    files written as a success, the failure kinds of the wrong ones (a case can show several), and per path
+    of the pipeline how many of its outputs were exact."""
     by_name = {c.name: c for c in cases}
-    lines = ["", f"{'method':14} {'exact':>6}  " + "  ".join(KINDS)]
+    half = {c.name: n % 2 for n, c in enumerate(sorted(cases, key=lambda c: c.name))}
+    lines = ["", f"{'method':14} {'exact':>7} {'even':>7} {'odd':>7} {'refused':>7} {'wrong':>5}  " + "  ".join(KINDS)]
+    paths = []
     for m in methods:
         rs = [r for r in records if r.method == m and r.case in by_name]
-        counts = Counter(kind for r in rs
+        wrong = [r for r in rs if not r.exact and not r.refused]
+        counts = Counter(kind for r in wrong
                          for kind in failure_kinds(by_name[r.case].original, by_name[r.case].expected, r.output))
-        lines.append(f"{m:14} {sum(r.exact for r in rs):>3}/{len(rs):<2}  " + "  ".join(f"{counts[k]:>{len(k)}}" for k in KINDS))
-    return "\n".join(lines)
+        halves = [f"{sum(r.exact for r in rs if half[r.case] == h)}/{sum(half[r.case] == h for r in rs)}" for h in (0, 1)]
+        lines.append(f"{m:14} {sum(r.exact for r in rs):>3}/{len(rs):<3} {halves[0]:>7} {halves[1]:>7} "
+                     f"{sum(r.refused for r in rs):>7} {len(wrong):>5}  " + "  ".join(f"{counts[k]:>{len(k)}}" for k in KINDS))
+        by_path = Counter(r.path for r in rs if r.path)
+        paths += [f"{m:14} {p:15} {sum(r.exact for r in rs if r.path == p):>3}/{n} exact" for p, n in sorted(by_path.items())]
+    return "\n".join(lines + ([""] + paths if paths else []))
 
 
 def headline(records: list[Record], methods: list[str], method: str = "spec") -> str:

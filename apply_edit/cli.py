@@ -9,7 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from .apply import ACCEPTANCE, DRAFTING, METHODS, ApplyError, ApplyOptions, ApplyRequest
+from .apply import ACCEPTANCE, DRAFTING, METHODS, PIPELINES, ApplyError, ApplyOptions, ApplyRequest, Replacement
+from .decide import ApplyRefused
 from .prompting import DEFAULT_FORMAT, FORMATS, language_of
 
 
@@ -44,7 +45,7 @@ def _options(args, method: str | None = None) -> ApplyOptions:
     return ApplyOptions(method=method or args.method, k=args.k, max_new_tokens=args.max_new_tokens,
                         temperature=getattr(args, "temperature", 0.0), top_p=getattr(args, "top_p", 1.0),
                         seed=getattr(args, "seed", None), prompt_format=args.prompt_format, drafting=args.drafting,
-                        acceptance=args.acceptance, typical_threshold=args.typical_threshold)
+                        acceptance=args.acceptance, typical_threshold=args.typical_threshold, pipeline=args.pipeline)
 
 
 def _read_text(path: str, what: str) -> str:
@@ -109,31 +110,41 @@ def cmd_apply(args) -> int:
         raise CliError("--in-place needs a file path, not stdin")
     before = fingerprint(path) if args.in_place else None
     request = ApplyRequest(original, update, args.instruction or "", args.language or "", str(path))
-    streaming = not (args.in_place or args.json or args.diff)
+    # Text streams to a terminal at once; into a pipe or file only once it is final, so that a refusal or
+    # a replacement (the pipeline chose the merge after part of the model's text) never leaves a wrong file.
+    streaming = not (args.in_place or args.json or args.diff) and sys.stdout.isatty()
     progress = Progress(len(original)) if args.in_place else None
     try:
         run = _start_run(args, request)
         for piece in run:
             if streaming:
+                if isinstance(piece, Replacement):
+                    sys.stdout.write("\n")
+                    _log("apply-edit: the model's text above is replaced by the merge; the whole file follows")
                 sys.stdout.write(piece)
                 sys.stdout.flush()
             elif progress:
                 progress.update(len(run.text), run.stats.new_tokens)
     except RemoteError as exc:
         raise CliError(f"server {args.server}: {exc}" + ("; the file is unchanged" if args.in_place else ""))
+    except ApplyRefused as exc:
+        raise CliError(f"refused: {exc}" + ("; the file is unchanged" if args.in_place else ""))
     finally:
         if progress:
             progress.close()
     stats = run.stats
+    if not (streaming or args.in_place or args.json or args.diff):
+        sys.stdout.write(run.text)
     if args.json:
         print(json.dumps({"output": run.text, "stats": stats.to_dict()}, indent=1))
     if args.in_place or args.diff:
         diff = difflib.unified_diff(original.splitlines(True), run.text.splitlines(True), f"a/{path.name}", f"b/{path.name}")
         sys.stdout.writelines(diff)
     if args.in_place:
-        from .guard import check_output
+        from .checks import problems
 
-        refusal = None if args.force else check_output(original, update, run.text, request.language or language_of(args.file))
+        refusal = None if args.force else "; ".join(problems(original, update, run.text,
+                                                              request.language or language_of(args.file)))
         if run.text == original:
             _log("no change; file left as it was")
         elif refusal:
@@ -146,6 +157,9 @@ def cmd_apply(args) -> int:
             except OSError as exc:
                 raise CliError(f"could not write {path}: {exc.strerror or exc}; the file is unchanged")
             _log(f"wrote {path}")
+    if stats.path:
+        where = f", departed from the merge at line {stats.disagreement_line}" if stats.disagreement_line else ""
+        _log(f"path: {stats.path}{where}")
     _log(f"{stats.method}: {stats.new_tokens} tokens in {stats.total_s:.2f}s (first text after {stats.ttft_s:.2f}s), "
          f"{stats.target_passes} target passes, {stats.tokens_per_pass:.1f} tokens/pass, "
          f"{stats.acceptance_rate:.0%} of drafted tokens accepted")
@@ -161,8 +175,9 @@ def cmd_bench(args) -> int:
     unknown = [m for m in methods if not is_bench_method(m)]
     if unknown:
         raise CliError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}, "
-                       f"spec-kN (fixed k = N), spec-adaptive, spec-typical-T (threshold T) or oracle")
-    cases = load_cases(args.cases_dir, args.cases.split(",") if args.cases else None)
+                       f"spec-kN (fixed k = N), spec-adaptive, spec-typical-T (threshold T), spec-model, oracle "
+                       f"or merge (no model)")
+    cases = load_cases(args.cases_dir, [c.strip() for c in args.cases.split(",") if c.strip()] if args.cases else None)
     if args.server:
         return _load_run(args, cases, methods)
     records: list = []
@@ -174,7 +189,7 @@ def cmd_bench(args) -> int:
             records = [r for r in completed_records(args.json, methods) if r.case in wanted]
     done = {r.case for r in records}
     todo = [c for c in cases if c.name not in done]
-    applier = _load_applier(args)
+    applier = _load_applier(args) if any(m != "merge" for m in methods) else None
     _log(f"{len(todo)} cases x {len(methods)} methods ({len(done)} done before), k={args.k}, prompt={args.prompt_format}")
     print(HEADER, flush=True)
 
@@ -279,6 +294,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="exact: the target's own output (default); typical: also accept drafted tokens the "
                         "target gives >= --typical-threshold probability (faster, NOT exact)")
     p.add_argument("--typical-threshold", type=float, default=ApplyOptions.typical_threshold)
+    p.add_argument("--pipeline", default=ApplyOptions.pipeline, choices=PIPELINES,
+                   help="verify: judge the model's output against the merge and the checks, refuse when nothing "
+                        "passes (default, with --method spec); model: the model's own output, unjudged")
 
 
 def _add_client_args(p: argparse.ArgumentParser) -> None:

@@ -11,6 +11,14 @@ def test_oracle_copies_spec_output_even_when_plain_departs_or_stops_early():
     runs = {"plain": record("plain", [1, 2]), "prompt-lookup": record("prompt-lookup", []),
             "spec": record("spec", [1, 3, 4, 5])}
     assert oracle_reference(runs) == [1, 3, 4, 5]
+    runs["spec-model"] = record("spec-model", [1, 3, 4, 6])
+    assert oracle_reference(runs) == [1, 3, 4, 6]
+
+
+def test_oracle_does_not_copy_a_spec_run_stopped_where_the_model_left_the_merge():
+    stopped = record("spec", [1, 3])
+    stopped.path = "merge"
+    assert oracle_reference({"plain": record("plain", [1, 2, 3]), "spec": stopped}) == [1, 2, 3]
 
 
 def test_oracle_falls_back_to_the_first_target_decoded_output():
@@ -43,10 +51,16 @@ def test_headline_compares_spec_with_each_baseline_over_all_cases():
 
 def test_failure_summary_counts_exact_outputs_and_failure_kinds_per_method():
     case = load_cases(FIXTURES, ["py_add_method"])[0]
-    records = [Record(case.name, "spec", 1.0, 0.1, 1, 1, case.expected, True),
-               Record(case.name, "plain", 1.0, 0.1, 1, 1, case.original, False)]
-    lines = failure_summary(records, [case], ["plain", "spec"]).splitlines()
-    assert lines[1].split() == ["method", "exact", "edit", "not", "applied", "truncated", "markers", "copied", "code",
-                                "dropped", "reformatted", "other"]
-    assert lines[2].split() == ["plain", "0/1", "1", "0", "0", "0", "0", "0"]
-    assert lines[3].split() == ["spec", "1/1", "0", "0", "0", "0", "0", "0"]
+    other = load_cases(FIXTURES, ["py_append_at_end"])[0]
+    records = [Record(case.name, "spec", 1.0, 0.1, 1, 1, case.expected, True, path="merge"),
+               Record(case.name, "plain", 1.0, 0.1, 1, 1, case.original, False),
+               Record(other.name, "spec", 1.0, 0.1, 1, 1, other.original, False, path="refused", refused=True),
+               Record(other.name, "plain", 1.0, 0.1, 1, 1, other.expected, True)]
+    lines = failure_summary(records, [case, other], ["plain", "spec"]).splitlines()
+    assert lines[1].split() == ["method", "exact", "even", "odd", "refused", "wrong", "edit", "not", "applied",
+                                "truncated", "markers", "copied", "code", "dropped", "reformatted", "other"]
+    # py_add_method sorts first (even half), py_append_at_end second (odd); a refusal is not a wrong file
+    assert lines[2].split() == ["plain", "1/2", "0/1", "1/1", "0", "1", "1", "0", "0", "0", "0", "0"]
+    assert lines[3].split() == ["spec", "1/2", "1/1", "0/1", "1", "0", "0", "0", "0", "0", "0", "0"]
+    assert lines[5].split() == ["spec", "merge", "1/1", "exact"]
+    assert lines[6].split() == ["spec", "refused", "0/1", "exact"]

@@ -95,7 +95,15 @@ def test_apply_in_place_end_to_end(tmp_path):
     exe = Path(sys.executable).parent / "apply-edit"
     argv = [str(exe), "apply", str(f), "--update", str(src / "update.py"), "-i", "--model", "smollm2-135m",
             "--max-new-tokens", "120"]
-    # 120 tokens cannot hold the file: the output guard refuses to write what would drop most of it.
+    # 120 tokens cannot hold the file, but the merge is structurally sure and passes the checks: the
+    # default writes it, wherever the model stopped or departed.
+    verified = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert verified.returncode == 0, verified.stderr
+    assert f.read_text() == (src / "expected.py").read_text()
+    assert "path: merge" in verified.stderr and verified.stdout.startswith("--- a/cache.py")
+    f.write_text((src / "original.py").read_text())
+    # The model's own output (120 tokens) drops most of the file: the checks refuse to write it.
+    argv += ["--pipeline", "model"]
     refused = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert refused.returncode == 1
     reason = [line for line in refused.stderr.splitlines() if line.startswith("apply-edit: error:")]
@@ -118,7 +126,7 @@ def test_bench_runs_methods_side_by_side_and_writes_records(tmp_path, capsys):
     out = tmp_path / "bench.json"
     fixtures = Path(__file__).parent.parent / "fixtures"
     chart = tmp_path / "speedup.png"
-    methods = ["plain", "prompt-lookup", "spec", "spec-k8", "spec-adaptive", "oracle", "spec-typical-0.3"]
+    methods = ["plain", "prompt-lookup", "spec-model", "spec-k8", "spec-adaptive", "oracle", "spec-typical-0.3", "spec"]
     assert main(["bench", str(fixtures), "--cases", "py_add_method", "--methods", ",".join(methods),
                  "--model", "smollm2-135m", "--dtype", "fp32", "--max-new-tokens", "80", "--json", str(out),
                  "--chart", str(chart)]) == 0
@@ -128,6 +136,7 @@ def test_bench_runs_methods_side_by_side_and_writes_records(tmp_path, capsys):
     for r in records[2:6]:  # every exact drafting method gives plain's output
         assert r["identical_to_plain"] is True, r["method"]
     assert records[2]["candidate_is_output"] in (True, False)  # merge drafting reports its candidate
+    assert records[7]["path"] in ("model", "model+merge", "merge", "merge-fallback", "refused")
     records = records[:3]
     for r in records:
         for key in ("case", "method", "wall_s", "ttft_s", "target_passes", "new_tokens", "output", "exact"):

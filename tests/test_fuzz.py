@@ -26,7 +26,8 @@ Service property: every request (random unicode with NUL bytes and special-token
 max_request_bytes, empty fields, marker-only and deeply nested snippets, odd languages and paths, random
 and edge options, raw bytes that are not protobuf or hold invalid UTF-8 / lone surrogates) ends either in
 a complete stream whose last response carries stats, or in a non-OK status from an allowed set with a
-message; never INTERNAL/UNKNOWN, never a hang. Afterwards the server is SERVING and a normal request works.
+message (FAILED_PRECONDITION: a valid request for which no sound result was found); never
+INTERNAL/UNKNOWN, never a hang. Afterwards the server is SERVING and a normal request works.
 """
 
 from __future__ import annotations
@@ -505,7 +506,7 @@ MAX_REQUEST_BYTES = 64 * 1024  # small, so that "too big" is cheap to send
 GRPC_LIMIT = 2 * MAX_REQUEST_BYTES + (1 << 20)  # the server's transport limit (server.py)
 CONTEXT = 8192  # smollm2-135m's max_position_embeddings
 CALL_TIMEOUT_S = 60.0  # a request that takes longer counts as a hang
-ALLOWED_ERRORS = {"INVALID_ARGUMENT", "RESOURCE_EXHAUSTED"}
+ALLOWED_ERRORS = {"INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION"}
 METHOD_PATH = "/apply_edit.v1.ApplyEdit/Apply"
 
 # Text that means something to the tokenizer, the prompt or the output extractor.
@@ -873,6 +874,8 @@ def test_request_handling_fuzz(fuzz_examples, fuzz_server, monkeypatch):
                 assert code == "RESOURCE_EXHAUSTED"
             elif msg is None:  # not protobuf, or invalid UTF-8 / lone surrogates in a string field
                 assert code == "INVALID_ARGUMENT" and "not a valid ApplyRequest" in result, result
+            elif code == "FAILED_PRECONDITION":  # served, judged and refused: only valid requests get there
+                assert not violations(msg) and "no sound result" in result, result
             else:
                 reasons = violations(msg) + (["too long"] if maybe_too_long(msg) else [])
                 assert code == "INVALID_ARGUMENT", result

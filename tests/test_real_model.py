@@ -72,7 +72,7 @@ def test_speculative_equals_plain_greedy_with_far_fewer_passes(applier):
     case = load_case(FIXTURES / "py_add_method")
     plain = applier.stream(request_for(case), ApplyOptions(method="plain", max_new_tokens=300))
     plain.result()
-    adaptive = applier.stream(request_for(case), ApplyOptions(max_new_tokens=300))
+    adaptive = applier.stream(request_for(case), ApplyOptions(max_new_tokens=300, pipeline="model"))
     adaptive.result()
     assert adaptive.tokens == plain.tokens
     # The adaptive policy minimises time, not passes (fp32 drafts are costly); fixed k shows the saving.
@@ -85,7 +85,7 @@ def test_speculative_equals_plain_greedy_with_far_fewer_passes(applier):
 
 def test_streamed_pieces_concatenate_to_the_text(applier):
     case = load_case(FIXTURES / "ts_add_interface_field")
-    run = applier.stream(request_for(case), ApplyOptions(max_new_tokens=200))
+    run = applier.stream(request_for(case), ApplyOptions(max_new_tokens=200, pipeline="model"))
     pieces = list(run)
     assert len(pieces) > 1 and "".join(pieces) == run.text
     assert "</updated-code>" not in run.text
@@ -116,12 +116,42 @@ def test_prompt_lookup_baseline_runs_on_the_same_model(applier):
     assert text[:100] == plain[:100]
 
 
+def test_the_default_writes_a_trusted_merge_whatever_the_model_does(applier):
+    """smollm2 cannot apply this edit itself; the merge is structurally sure and passes the checks, so it
+    is the answer: streamed as the model verifies it, the rest at once where the model departs."""
+    case = load_case(FIXTURES / "py_add_method")
+    run = applier.stream(request_for(case), ApplyOptions())
+    pieces = list(run)
+    assert run.text == "".join(pieces) == case.expected
+    assert run.outcome.path in ("merge", "model+merge") and run.stats.path == run.outcome.path
+    if run.outcome.path == "merge":
+        assert run.stats.disagreement_line >= 1 and run.model_text != case.expected
+
+
+def test_the_default_never_hands_back_a_result_that_fails_the_checks(applier):
+    """An instruction with no snippet: the merge is the unchanged file, which cannot be the answer; what
+    the model writes is handed back only if it passes the checks, and otherwise the apply is refused."""
+    from apply_edit.checks import problems
+    from apply_edit.decide import ApplyRefused
+
+    case = load_case(FIXTURES / "py_instruction_only")
+    run = applier.stream(request_for(case), ApplyOptions(max_new_tokens=400))
+    try:
+        text = run.result()
+    except ApplyRefused as refused:
+        assert run.outcome.path == "refused" and "no sound result" in str(refused)
+        assert run.outcome.problems["merge"] == ["it is the original unchanged, but the instruction asks for an edit"]
+    else:
+        assert run.outcome.path == "model"
+        assert problems(case.original, case.update, text, case.language, instruction=case.instruction) == []
+
+
 @pytest.mark.parametrize("drafting", ["merge", "copy"])
 def test_every_drafting_mode_equals_plain_greedy(applier, drafting):
     case = load_case(FIXTURES / "ts_add_interface_field")
     plain = applier.stream(request_for(case), ApplyOptions(method="plain", max_new_tokens=120))
     plain.result()
-    spec = applier.stream(request_for(case), ApplyOptions(drafting=drafting, max_new_tokens=120))
+    spec = applier.stream(request_for(case), ApplyOptions(drafting=drafting, max_new_tokens=120, pipeline="model"))
     spec.result()
     assert spec.tokens == plain.tokens
     assert (spec.candidate is not None) == (drafting == "merge")

@@ -51,7 +51,7 @@ def test_regions_cover_every_line_once(case):
     assert rs[0].start_line == 0
     assert all(a.end_line == b.start_line for a, b in zip(rs, rs[1:]))
     assert rs[-1].end_line >= case.original.count("\n")
-    assert len(rs) > 1
+    assert len(rs) > 1 or not case.original  # a whole new file has nothing to split
 
 
 def test_unknown_language_falls_back_to_blank_line_blocks():

@@ -21,7 +21,7 @@ from conftest import FIXTURES, free_port
 
 TOKEN = "s3cret-token_0123456789"
 CASE = load_case(FIXTURES / "py_add_method")
-SHORT = ApplyOptions(max_new_tokens=20)
+SHORT = ApplyOptions(max_new_tokens=20, pipeline="model")
 
 
 @pytest.fixture(scope="module")

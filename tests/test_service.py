@@ -26,7 +26,7 @@ from conftest import FIXTURES, drain, free_port, wait_until
 pytestmark = pytest.mark.model
 ROOT = Path(__file__).parent.parent
 CASE = load_case(FIXTURES / "py_add_method")
-SHORT = ApplyOptions(max_new_tokens=60)
+SHORT = ApplyOptions(max_new_tokens=60, pipeline="model")  # the service's mechanics, not the judge
 
 
 @pytest.fixture(scope="module")
@@ -200,6 +200,25 @@ def test_cli_apply_through_the_server_in_place(server, tmp_path):
     assert local.returncode == 0, local.stderr
     assert f.read_text() == remote_text and remote.stdout == local.stdout  # same file, same diff
     assert [p.name for p in tmp_path.iterdir()] == ["cache.py"]
+
+
+def test_the_default_pipeline_over_grpc_reports_its_path_and_refuses_with_failed_precondition(server, target):
+    """The judged default through the service: the trusted merge comes back with its path in the stats;
+    an apply with no sound result ends FAILED_PRECONDITION with the reason, and the client raises."""
+    from apply_edit.decide import ApplyRefused
+
+    channel = connect(f"127.0.0.1:{server.port}")
+    remote = RemoteRun(channel, request_for(CASE), ApplyOptions())
+    assert remote.result() == CASE.expected and remote.stats.path in ("merge", "model+merge")
+    local = Applier(target).stream(request_for(CASE), ApplyOptions())
+    assert local.result() == remote.text and local.stats.path == remote.stats.path
+    nothing = load_case(FIXTURES / "py_instruction_only")
+    nothing.instruction = "Remove every function from this module."
+    code = drain(apply_call(channel, request_for(nothing), ApplyOptions(max_new_tokens=30)))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION
+    with pytest.raises(ApplyRefused, match="no sound result"):
+        RemoteRun(channel, request_for(nothing), ApplyOptions(max_new_tokens=30)).result()
+    channel.close()
 
 
 def test_cli_apply_to_a_dead_server_leaves_the_file(tmp_path):

@@ -9,7 +9,8 @@ from typing import Iterator
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from ..apply import ApplyOptions, ApplyRequest, ApplyStats
+from ..apply import ApplyOptions, ApplyRequest, ApplyStats, Replacement
+from ..decide import ApplyRefused
 from ..v1 import apply_edit_pb2 as pb
 from ..v1 import apply_edit_pb2_grpc as pb_grpc
 from .security import channel_credentials
@@ -23,7 +24,7 @@ class RemoteError(RuntimeError):
 
 def request_message(request: ApplyRequest, options: ApplyOptions) -> pb.ApplyRequest:
     opts = pb.ApplyOptions(method=options.method, max_new_tokens=options.max_new_tokens or 0, k_max=options.k,
-                           drafting=options.drafting)
+                           drafting=options.drafting, pipeline=options.pipeline)
     if options.acceptance == "typical":
         opts.acceptance = pb.ACCEPTANCE_MODE_TYPICAL
         opts.typical_threshold = options.typical_threshold
@@ -84,12 +85,18 @@ class RemoteRun:
                 if response.text:
                     if not self.text:
                         self.stats.ttft_s = time.perf_counter() - self._start
-                    self.text += response.text
-                    yield response.text
+                    if response.replace:
+                        self.text = response.text
+                        yield Replacement(response.text)
+                    else:
+                        self.text += response.text
+                        yield response.text
                 if response.HasField("stats"):
                     self._take(response.stats)
                     complete = True
         except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                raise ApplyRefused(exc.details()) from None
             gone = " (the server went away mid-stream)" if self.text and exc.code() == grpc.StatusCode.UNAVAILABLE else ""
             raise RemoteError(f"{exc.code().name}: {exc.details()}{gone}") from None
         if not complete:
@@ -102,6 +109,7 @@ class RemoteRun:
         st.target_passes, st.new_tokens = s.target_passes, s.new_tokens
         st.drafted_tokens, st.accepted_tokens = s.drafted_tokens, s.accepted_tokens
         st.prompt_tokens, st.method = s.prompt_tokens, s.method
+        st.path, st.disagreement_line = s.path, s.disagreement_line
 
     def result(self) -> str:
         for _ in self:

@@ -10,7 +10,8 @@ from contextlib import contextmanager
 import grpc
 from google.protobuf.message import DecodeError
 
-from ..apply import METHODS, Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyStats
+from ..apply import METHODS, Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyStats, Replacement
+from ..decide import ApplyRefused
 from ..prompting import LANGUAGES, language_of
 from ..v1 import apply_edit_pb2 as pb
 from .metrics import Metrics, size_class
@@ -72,6 +73,7 @@ def to_apply(msg: pb.ApplyRequest, model_name: str, max_request_bytes: int, defa
         drafting=o.drafting or "merge",
         acceptance="typical" if o.acceptance == pb.ACCEPTANCE_MODE_TYPICAL else "exact",
         typical_threshold=o.typical_threshold if o.HasField("typical_threshold") else ApplyOptions.typical_threshold,
+        pipeline=o.pipeline or ApplyOptions.pipeline,
     )
     try:
         options.validate()
@@ -93,7 +95,8 @@ def stats_message(stats: ApplyStats, model_name: str) -> pb.Stats:
     return pb.Stats(target_passes=stats.target_passes, new_tokens=stats.new_tokens,
                     drafted_tokens=stats.drafted_tokens, accepted_tokens=stats.accepted_tokens,
                     tokens_per_pass=stats.tokens_per_pass, ttft_s=stats.ttft_s, total_s=stats.total_s,
-                    prompt_tokens=stats.prompt_tokens, method=stats.method, model=model_name)
+                    prompt_tokens=stats.prompt_tokens, method=stats.method, model=model_name, path=stats.path,
+                    disagreement_line=stats.disagreement_line)
 
 
 class ApplyEditServicer:
@@ -134,6 +137,9 @@ class ApplyEditServicer:
         except Invalid as exc:
             status = "INVALID_ARGUMENT"
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except ApplyRefused as exc:
+            status = "FAILED_PRECONDITION"
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         except _Refused as exc:
             status = exc.code.name
             context.set_trailing_metadata(exc.metadata)
@@ -164,7 +170,8 @@ class ApplyEditServicer:
                 pieces = iter(run)
                 try:
                     while (piece := self._on_model(next, pieces, _END)) is not _END:
-                        yield pb.ApplyResponse(text=piece, tokens=run.stats.new_tokens)
+                        yield pb.ApplyResponse(text=piece, tokens=run.stats.new_tokens,
+                                               replace=isinstance(piece, Replacement))
                     if not run.cancelled:
                         stats = run.stats
                         yield pb.ApplyResponse(tokens=stats.new_tokens, stats=stats_message(stats, self.model_name))

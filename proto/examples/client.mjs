@@ -1,5 +1,8 @@
 // Minimal Node.js client of apply_edit's gRPC API, as a VS Code extension would call it: it loads only
-// the .proto file. Streams the rewritten file to stdout, stats to stderr.
+// the .proto file. Writes the rewritten file to stdout once complete, progress and stats to stderr.
+//
+// The file is assembled as it streams; a response with `replace` set starts it over (the server chose
+// the merge over the model's text). FAILED_PRECONDITION means no sound result: nothing is written.
 //
 //   node proto/examples/client.mjs HOST:PORT FILE SNIPPET [INSTRUCTION]
 //
@@ -28,11 +31,13 @@ const call = client.Apply({
   path: file,
 }, { deadline: Date.now() + 600_000 });
 
+let text = '';
 call.on('data', (response) => {
-  process.stdout.write(response.text);
+  text = response.replace ? response.text : text + response.text;
   if (response.stats) {
     const s = response.stats;
-    process.stderr.write(`${s.new_tokens} tokens, ${s.target_passes} passes, ${s.total_s.toFixed(2)}s\n`);
+    process.stderr.write(`${s.new_tokens} tokens, ${s.target_passes} passes, ${s.total_s.toFixed(2)}s, path ${s.path}\n`);
+    process.stdout.write(text);
   }
 });
 call.on('error', (err) => {

@@ -1,4 +1,8 @@
-"""Minimal Python client of apply_edit's gRPC API: stream a rewritten file to stdout, stats to stderr.
+"""Minimal Python client of apply_edit's gRPC API: the rewritten file to stdout, progress and stats to stderr.
+
+The file is assembled as it streams (a response with `replace` set starts it over: the server chose the
+merge over the model's text) and written once the last response arrived; FAILED_PRECONDITION means no
+sound result was found, and nothing is written.
 
     python proto/examples/client.py HOST:PORT FILE SNIPPET [INSTRUCTION]
 
@@ -22,15 +26,18 @@ def main(address: str, file: str, snippet: str, instruction: str = "") -> int:
     )
     with grpc.insecure_channel(address) as channel:
         stub = pb_grpc.ApplyEditStub(channel)
+        text = ""
         try:
             for response in stub.Apply(request, timeout=600):
-                sys.stdout.write(response.text)
-                sys.stdout.flush()
+                text = response.text if response.replace else text + response.text
+                print(f"\r{response.tokens} tokens", end="", file=sys.stderr, flush=True)
                 if response.HasField("stats"):
                     s = response.stats
-                    print(f"{s.new_tokens} tokens, {s.target_passes} passes, {s.total_s:.2f}s", file=sys.stderr)
+                    print(f"\r{s.new_tokens} tokens, {s.target_passes} passes, {s.total_s:.2f}s, path {s.path}",
+                          file=sys.stderr)
+                    sys.stdout.write(text)
         except grpc.RpcError as err:
-            print(f"{err.code().name}: {err.details()}", file=sys.stderr)
+            print(f"\n{err.code().name}: {err.details()}", file=sys.stderr)
             return 1
     return 0
 

@@ -1,0 +1,63 @@
+"""Checks of a rewritten file that need no expected file: reasons not to trust it.
+
+Each is a property every correct apply has, whoever wrote the result (the model or the merge):
+- the snippet's code lines are all in it, in order (compared stripped; an edit shows its new lines);
+- it has no lazy-marker line (`// ... existing code ...`) the original lacks;
+- it parses (tree-sitter) where the original does;
+- it is not the original unchanged while the snippet shows lines the original lacks, or while an
+  instruction asks for an edit the snippet does not show;
+- it keeps the original's lines the snippet does not remove: no more than `MAX_DROPPED` of them go
+  missing (what the merge keeps is what the snippet keeps; a model that stops early or skips a block
+  loses code silently otherwise).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .merge import code_lines, is_marker, merge
+from .regions import parser_for
+
+MAX_DROPPED = 0.2
+
+
+def _missing_in_order(wanted: list[str], have: list[str]) -> int:
+    """How many of `wanted` are not matched when walking `have` in order (a greedy subsequence match)."""
+    at, missing = 0, 0
+    for line in wanted:
+        found = next((i for i in range(at, len(have)) if have[i] == line), None)
+        if found is None:
+            missing += 1
+        else:
+            at = found + 1
+    return missing
+
+
+def problems(original: str, update: str, result: str, language: str, kept_by_merge: str | None = None,
+             instruction: str = "") -> list[str]:
+    """What is wrong with `result` as the edited file, [] when it passes every check. `kept_by_merge`:
+    the merge candidate's text when the caller has it (it tells which original lines the snippet keeps)."""
+    found = []
+    snippet = [line for line in code_lines(update) if not is_marker(line) and line not in ("...", "…")]
+    have = code_lines(result)
+    if (missing := _missing_in_order(snippet, have)) and snippet:
+        found.append(f"{missing} of the snippet's {len(snippet)} lines are not in it (in order)")
+    before = Counter(code_lines(original))
+    markers = sum(n for line, n in (Counter(have) - before).items() if is_marker(line))
+    if markers:
+        found.append(f"it writes {markers} marker line(s) (`... existing code ...`) the original does not have")
+    parser = parser_for(language)
+    if parser is not None and result.strip() and original.strip():
+        if not parser.parse(original.encode()).root_node.has_error and parser.parse(result.encode()).root_node.has_error:
+            found.append(f"it does not parse as {language} (the original does)")
+    if result == original and any(line not in before for line in snippet):
+        found.append("it is the original unchanged, but the snippet shows lines the original does not have")
+    elif result == original and instruction.strip() and all(line in before for line in snippet):
+        found.append("it is the original unchanged, but the instruction asks for an edit")
+    kept = Counter(code_lines(kept_by_merge if kept_by_merge is not None else merge(original, update, language).text))
+    dropped = sum(((before & kept) - Counter(have)).values())
+    total = sum(before.values())
+    if total and dropped > MAX_DROPPED * total:
+        found.append(f"it drops {dropped} of the original's {total} lines that the snippet does not remove "
+                     f"(more than {MAX_DROPPED:.0%})")
+    return found

@@ -1,0 +1,106 @@
+"""The pipeline's choice between the model's output and the merge, streamed through a real `ApplyRun`
+(a character tokenizer stands in for the model's, the blocks for its verified tokens)."""
+
+import pytest
+
+from apply_edit.apply import ApplyRun, ApplyStats, Replacement
+from apply_edit.decide import ApplyRefused, Judge, first_difference_line
+from apply_edit.merge import merge
+from apply_edit.prompting import IncrementalDetokenizer, OutputExtractor
+
+ORIGINAL = "import os\n\n\ndef area(w, h):\n    return w * h\n\n\ndef main():\n    print(area(2, 3))\n"
+UPDATE = "# ... existing code ...\ndef area(w, h, scale=1):\n    return w * h * scale\n# ... existing code ...\n"
+MERGED = ORIGINAL.replace("def area(w, h):\n    return w * h\n", "def area(w, h, scale=1):\n    return w * h * scale\n")
+
+
+class Chars:
+    """A tokenizer whose ids are the characters' code points."""
+
+    @staticmethod
+    def decode(ids, **_):
+        return "".join(map(chr, ids))
+
+
+class Blocks:
+    """The model's output as blocks of 8 tokens, then the closing tag; records how far it was read."""
+
+    def __init__(self, text: str):
+        ids = [ord(c) for c in text + "</updated-code>\n"]
+        self.blocks = [ids[i:i + 8] for i in range(0, len(ids), 8)]
+        self.read = 0
+        self.closed = False
+
+    def __iter__(self):
+        try:
+            for block in self.blocks:
+                self.read += 1
+                yield block
+        finally:
+            self.closed = True
+
+
+def run(model_text: str, update: str = UPDATE, instruction: str = "") -> tuple[ApplyRun, Blocks, list[str]]:
+    blocks = Blocks(model_text)
+    candidate = merge(ORIGINAL, update, "python")
+    judge = Judge(ORIGINAL, update, "python", candidate, instruction)
+    apply_run = ApplyRun(iter(blocks), IncrementalDetokenizer(Chars()), OutputExtractor("</updated-code>"),
+                         ApplyStats(), 0.0, candidate=candidate.text, judge=judge)
+    pieces = []
+    try:
+        for piece in apply_run:
+            pieces.append(piece)
+    finally:
+        apply_run.close()
+    return apply_run, blocks, pieces
+
+
+def received(pieces: list[str]) -> str:
+    """What a client assembles: pieces concatenated, a Replacement starting over."""
+    text = ""
+    for piece in pieces:
+        text = piece if isinstance(piece, Replacement) else text + piece
+    return text
+
+
+def test_a_trusted_merge_that_the_model_reproduces():
+    assert merge(ORIGINAL, UPDATE, "python").report.confident
+    r, blocks, pieces = run(MERGED)
+    assert r.text == received(pieces) == MERGED
+    assert (r.outcome.path, r.stats.path, r.stats.disagreement_line) == ("model+merge", "model+merge", 0)
+
+
+def test_a_trusted_merge_stops_the_model_where_it_departs_and_streams_the_rest():
+    wrong = MERGED.replace("def main():\n    print(area(2, 3))\n", "# ... existing code ...\n")
+    r, blocks, pieces = run(wrong)
+    assert r.text == received(pieces) == MERGED
+    assert not any(isinstance(p, Replacement) for p in pieces)  # what was sent was the merge's start
+    assert r.outcome.path == "merge" and r.outcome.disagreement_line == 8
+    assert blocks.closed and blocks.read < len(blocks.blocks)  # decoding stopped early
+
+
+def test_an_unsure_merge_takes_the_model_output_that_passes_the_checks():
+    update = "# ... existing code ...\ndef cube(x):\n    return x ** 3\n# ... existing code ...\n"
+    assert not merge(ORIGINAL, update, "python").report.confident  # new code between markers: where?
+    model = ORIGINAL.replace("\n\ndef main", "\n\ndef cube(x):\n    return x ** 3\n\n\ndef main")
+    r, _, pieces = run(model, update, "add cube() before main()")
+    assert r.text == received(pieces) == model and r.outcome.path == "model" and r.outcome.disagreement_line
+
+
+def test_the_merge_replaces_a_model_output_that_fails_the_checks():
+    update = "# ... existing code ...\n\n\ndef square(x):\n    return x * x\n# ... existing code ...\n"
+    candidate = merge(ORIGINAL, update, "python")
+    assert not candidate.report.confident  # new code between two markers: its place is not settled
+    r, _, pieces = run(ORIGINAL + "\n# ... existing code ...\n", update)
+    assert r.outcome.path == "merge-fallback"
+    assert isinstance(pieces[-1], Replacement) and received(pieces) == r.text == candidate.text
+    assert "marker line" in r.outcome.reason
+
+
+def test_nothing_sound_is_refused_with_the_reasons():
+    with pytest.raises(ApplyRefused, match="no sound result.*unchanged, but the instruction asks for an edit"):
+        run(ORIGINAL, update="", instruction="rename area to surface")
+
+
+def test_first_difference_line_counts_from_one():
+    assert first_difference_line("a\nb\nc\n", "a\nb\nX\n") == 3
+    assert first_difference_line("a\n", "a\n") == 2
