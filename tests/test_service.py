@@ -170,6 +170,7 @@ def test_metrics_endpoint(channel, server):
     list(apply_call(channel, request_for(CASE)))
     text = urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).read().decode()
     assert 'apply_edit_requests_total{language="python",size="small",status="OK"}' in text
+    assert 'apply_edit_answers_total{path="unjudged"}' in text  # SHORT asks for the model's own output
     for name in ("apply_edit_ttft_seconds", "apply_edit_ttlt_seconds", "apply_edit_tokens_per_target_pass",
                  "apply_edit_acceptance_rate", "apply_edit_queue_depth"):
         assert name in text
@@ -189,7 +190,7 @@ def test_cli_apply_through_the_server_in_place(server, tmp_path):
     f = tmp_path / "cache.py"
     f.write_text(CASE.original)
     exe = Path(sys.executable).parent / "apply-edit"
-    # 60 tokens cut the file short, which the output guard refuses; --force writes it (the same way twice).
+    # 60 tokens cut the model short; the default writes the trusted merge all the same (the same way twice).
     args = [str(exe), "apply", str(f), "--update", str(CASE.path.parent / "update.py"), "-i", "--max-new-tokens", "60",
             "--force"]
     remote = subprocess.run(args + ["--server", f"127.0.0.1:{server.port}"], capture_output=True, text=True, timeout=300)
@@ -198,7 +199,7 @@ def test_cli_apply_through_the_server_in_place(server, tmp_path):
     f.write_text(CASE.original)
     local = subprocess.run(args + ["--model", "smollm2-135m"], capture_output=True, text=True, timeout=300)
     assert local.returncode == 0, local.stderr
-    assert f.read_text() == remote_text and remote.stdout == local.stdout  # same file, same diff
+    assert f.read_text() == remote_text == CASE.expected and remote.stdout == local.stdout  # same file, same diff
     assert [p.name for p in tmp_path.iterdir()] == ["cache.py"]
 
 

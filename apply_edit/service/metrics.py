@@ -28,6 +28,9 @@ class Metrics:
         self.acceptance = Histogram("apply_edit_acceptance_rate", "Share of drafted tokens the target accepted",
                                     labels, buckets=(0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0),
                                     registry=self.registry)
+        # Which path produced each answer (decide.PATHS; "unjudged" for the model pipeline): a bounded set.
+        self.paths = Counter("apply_edit_answers", "Answers by the path that produced them", ("path",),
+                             registry=self.registry)
         self.queue_depth = Gauge("apply_edit_queue_depth", "Requests admitted and waiting for the model",
                                  registry=self.registry)
 

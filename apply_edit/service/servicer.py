@@ -139,6 +139,7 @@ class ApplyEditServicer:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except ApplyRefused as exc:
             status = "FAILED_PRECONDITION"
+            self.metrics.paths.labels("refused").inc()
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         except _Refused as exc:
             status = exc.code.name
@@ -187,6 +188,7 @@ class ApplyEditServicer:
 
     def _observe(self, stats: ApplyStats, labels) -> None:
         m = self.metrics
+        m.paths.labels(stats.path or "unjudged").inc()
         m.ttft.labels(*labels).observe(stats.ttft_s)
         m.ttlt.labels(*labels).observe(stats.total_s)
         m.tokens_per_pass.labels(*labels).observe(stats.tokens_per_pass)
