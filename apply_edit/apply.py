@@ -5,7 +5,7 @@ This is the one path that the CLI, the bench and the gRPC service use. `Applier.
 `ApplyRun`: iterate it for text pieces as they are verified; afterwards `.text` is the whole file,
 `.stats` says what it cost and `.outcome` which path produced it (`decide.py`). The default (`spec` with
 the `verify` pipeline) hands back only a result that passes the checks, and raises `ApplyRefused` when
-none does; a piece of type `Replacement` replaces all text streamed before it.
+none does.
 """
 
 from __future__ import annotations
@@ -122,10 +122,6 @@ class ApplyStats(DecodeStats):
         return d
 
 
-class Replacement(str):
-    """A streamed piece that replaces all text streamed before it (the pipeline changed its mind)."""
-
-
 class ApplyRun:
     """One streaming apply. Iterate for file text pieces; `.text`, `.tokens`, `.stats` and `.outcome` are
     complete afterwards. `cancel()` (from any thread) stops decoding after the current verify pass;
@@ -139,7 +135,7 @@ class ApplyRun:
         self.stats = stats
         self.candidate = candidate  # the merge candidate's text drafting started from, if any
         self.text = ""
-        self.model_text = ""  # what the model wrote (it stops early where the trusted merge wins)
+        self.model_text = ""  # what the model wrote (it stops early where a sound merge is the answer)
         self.tokens: list[int] = []
         self.outcome: Outcome | None = None
         self.cancelled = False
@@ -170,7 +166,7 @@ class ApplyRun:
             return
         if not self.text:
             self.stats.ttft_s = time.perf_counter() - self._start
-        self.text = piece if isinstance(piece, Replacement) else self.text + piece
+        self.text += piece
         yield piece
 
     def __iter__(self) -> Iterator[str]:
@@ -178,7 +174,7 @@ class ApplyRun:
             for piece in self._pieces():
                 self.model_text += piece
                 yield from self._emit(piece)
-        elif self._judge.merge_trusted:
+        elif self._judge.merge_sound:
             yield from self._verify_merge(self._judge)
         else:
             yield from self._model_then_judge(self._judge)
@@ -208,9 +204,7 @@ class ApplyRun:
         if self.cancelled:
             return
         outcome = self._decide(judge, True)
-        if outcome.path == "merge-fallback":
-            yield from self._emit(Replacement(judge.candidate.text))
-        elif outcome.path == "refused":
+        if outcome.path == "refused":
             self.stats.total_s = time.perf_counter() - self._start
             raise ApplyRefused(outcome.reason)
 

@@ -95,15 +95,15 @@ def is_bench_method(method: str) -> bool:
 
 
 def merge_record(case: EditCase) -> Record:
-    """The merge alone, no model: its text as the output, and whether the pipeline would trust it (path
-    `trusted`: confident and passing the checks, so the default's answer whatever the model writes;
-    `unsure`: the default runs the model to the end and judges its output)."""
+    """The merge alone, no model: its text as the output, and whether it passes the checks (path `sound`:
+    the default's answer whatever the model writes; `unsound`: the default runs the model to the end and
+    hands back its output only if that passes the checks)."""
     t0 = time.perf_counter()
     judge = Judge(case.original, case.update, case.language, merge(case.original, case.update, case.language),
                   case.instruction)
     text = judge.candidate.text
     return Record(case.name, "merge", time.perf_counter() - t0, 0.0, 0, 0, text, text == case.expected,
-                  candidate_is_output=True, path="trusted" if judge.merge_trusted else "unsure",
+                  candidate_is_output=True, path="sound" if judge.merge_sound else "unsound",
                   reason="; ".join(judge.merge_problems))
 
 

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from .apply import ACCEPTANCE, DRAFTING, METHODS, PIPELINES, ApplyError, ApplyOptions, ApplyRequest, Replacement
+from .apply import ACCEPTANCE, DRAFTING, METHODS, PIPELINES, ApplyError, ApplyOptions, ApplyRequest
 from .decide import ApplyRefused
 from .prompting import DEFAULT_FORMAT, FORMATS, language_of
 
@@ -110,17 +110,14 @@ def cmd_apply(args) -> int:
         raise CliError("--in-place needs a file path, not stdin")
     before = fingerprint(path) if args.in_place else None
     request = ApplyRequest(original, update, args.instruction or "", args.language or "", str(path))
-    # Text streams to a terminal at once; into a pipe or file only once it is final, so that a refusal or
-    # a replacement (the pipeline chose the merge after part of the model's text) never leaves a wrong file.
+    # Text streams to a terminal at once; into a pipe or file only once it is final, so that a refusal
+    # after part of the model's text never leaves a partial file.
     streaming = not (args.in_place or args.json or args.diff) and sys.stdout.isatty()
     progress = Progress(len(original)) if args.in_place else None
     try:
         run = _start_run(args, request)
         for piece in run:
             if streaming:
-                if isinstance(piece, Replacement):
-                    sys.stdout.write("\n")
-                    _log("apply-edit: the model's text above is replaced by the merge; the whole file follows")
                 sys.stdout.write(piece)
                 sys.stdout.flush()
             elif progress:

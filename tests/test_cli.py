@@ -136,7 +136,7 @@ def test_bench_runs_methods_side_by_side_and_writes_records(tmp_path, capsys):
     for r in records[2:6]:  # every exact drafting method gives plain's output
         assert r["identical_to_plain"] is True, r["method"]
     assert records[2]["candidate_is_output"] in (True, False)  # merge drafting reports its candidate
-    assert records[7]["path"] in ("model", "model+merge", "merge", "merge-fallback", "refused")
+    assert records[7]["path"] in ("model", "model+merge", "merge", "refused")
     records = records[:3]
     for r in records:
         for key in ("case", "method", "wall_s", "ttft_s", "target_passes", "new_tokens", "output", "exact"):

@@ -3,7 +3,7 @@
 
 import pytest
 
-from apply_edit.apply import ApplyRun, ApplyStats, Replacement
+from apply_edit.apply import ApplyRun, ApplyStats
 from apply_edit.decide import ApplyRefused, Judge, first_difference_line
 from apply_edit.merge import merge
 from apply_edit.prompting import IncrementalDetokenizer, OutputExtractor
@@ -54,46 +54,37 @@ def run(model_text: str, update: str = UPDATE, instruction: str = "") -> tuple[A
     return apply_run, blocks, pieces
 
 
-def received(pieces: list[str]) -> str:
-    """What a client assembles: pieces concatenated, a Replacement starting over."""
-    text = ""
-    for piece in pieces:
-        text = piece if isinstance(piece, Replacement) else text + piece
-    return text
-
-
-def test_a_trusted_merge_that_the_model_reproduces():
+def test_a_sound_merge_that_the_model_reproduces():
     assert merge(ORIGINAL, UPDATE, "python").report.confident
     r, blocks, pieces = run(MERGED)
-    assert r.text == received(pieces) == MERGED
+    assert r.text == "".join(pieces) == MERGED
     assert (r.outcome.path, r.stats.path, r.stats.disagreement_line) == ("model+merge", "model+merge", 0)
 
 
-def test_a_trusted_merge_stops_the_model_where_it_departs_and_streams_the_rest():
+def test_a_sound_merge_stops_the_model_where_it_departs_and_streams_the_rest():
     wrong = MERGED.replace("def main():\n    print(area(2, 3))\n", "# ... existing code ...\n")
     r, blocks, pieces = run(wrong)
-    assert r.text == received(pieces) == MERGED
-    assert not any(isinstance(p, Replacement) for p in pieces)  # what was sent was the merge's start
+    assert r.text == "".join(pieces) == MERGED  # what was sent before the departure was the merge's start
     assert r.outcome.path == "merge" and r.outcome.disagreement_line == 8
     assert blocks.closed and blocks.read < len(blocks.blocks)  # decoding stopped early
 
 
-def test_an_unsure_merge_takes_the_model_output_that_passes_the_checks():
+def test_a_sound_merge_is_the_answer_even_when_unsure_and_the_model_disagrees():
     update = "# ... existing code ...\ndef cube(x):\n    return x ** 3\n# ... existing code ...\n"
-    assert not merge(ORIGINAL, update, "python").report.confident  # new code between markers: where?
-    model = ORIGINAL.replace("\n\ndef main", "\n\ndef cube(x):\n    return x ** 3\n\n\ndef main")
-    r, _, pieces = run(model, update, "add cube() before main()")
-    assert r.text == received(pieces) == model and r.outcome.path == "model" and r.outcome.disagreement_line
-
-
-def test_the_merge_replaces_a_model_output_that_fails_the_checks():
-    update = "# ... existing code ...\n\n\ndef square(x):\n    return x * x\n# ... existing code ...\n"
     candidate = merge(ORIGINAL, update, "python")
-    assert not candidate.report.confident  # new code between two markers: its place is not settled
-    r, _, pieces = run(ORIGINAL + "\n# ... existing code ...\n", update)
-    assert r.outcome.path == "merge-fallback"
-    assert isinstance(pieces[-1], Replacement) and received(pieces) == r.text == candidate.text
-    assert "marker line" in r.outcome.reason
+    assert not candidate.report.confident  # new code between markers: where exactly?
+    model = ORIGINAL.replace("\n\ndef main", "\n\ndef cube(x):\n    return x ** 3\n\n\ndef main")
+    r, _, pieces = run(model, update)
+    assert r.text == "".join(pieces) == candidate.text and r.outcome.path == "merge"
+    assert "without full certainty" in r.outcome.reason
+
+
+def test_where_the_merge_fails_the_checks_the_model_output_that_passes_them_is_the_answer():
+    model = ORIGINAL.replace("return w * h\n", "return w * h * 2\n")
+    r, _, pieces = run(model, update="", instruction="double the area")  # only the model reads instructions
+    assert r.text == "".join(pieces) == model and r.outcome.path == "model"
+    assert r.outcome.problems == {"model": [],
+                                  "merge": ["it is the original unchanged, but the instruction asks for an edit"]}
 
 
 def test_nothing_sound_is_refused_with_the_reasons():

@@ -116,8 +116,8 @@ def test_prompt_lookup_baseline_runs_on_the_same_model(applier):
     assert text[:100] == plain[:100]
 
 
-def test_the_default_writes_a_trusted_merge_whatever_the_model_does(applier):
-    """smollm2 cannot apply this edit itself; the merge is structurally sure and passes the checks, so it
+def test_the_default_writes_a_sound_merge_whatever_the_model_does(applier):
+    """smollm2 cannot apply this edit itself; the merge passes the checks, so it
     is the answer: streamed as the model verifies it, the rest at once where the model departs."""
     case = load_case(FIXTURES / "py_add_method")
     run = applier.stream(request_for(case), ApplyOptions())

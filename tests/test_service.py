@@ -190,7 +190,7 @@ def test_cli_apply_through_the_server_in_place(server, tmp_path):
     f = tmp_path / "cache.py"
     f.write_text(CASE.original)
     exe = Path(sys.executable).parent / "apply-edit"
-    # 60 tokens cut the model short; the default writes the trusted merge all the same (the same way twice).
+    # 60 tokens cut the model short; the default writes the sound merge all the same (the same way twice).
     args = [str(exe), "apply", str(f), "--update", str(CASE.path.parent / "update.py"), "-i", "--max-new-tokens", "60",
             "--force"]
     remote = subprocess.run(args + ["--server", f"127.0.0.1:{server.port}"], capture_output=True, text=True, timeout=300)
@@ -204,7 +204,7 @@ def test_cli_apply_through_the_server_in_place(server, tmp_path):
 
 
 def test_the_default_pipeline_over_grpc_reports_its_path_and_refuses_with_failed_precondition(server, target):
-    """The judged default through the service: the trusted merge comes back with its path in the stats;
+    """The judged default through the service: the sound merge comes back with its path in the stats;
     an apply with no sound result ends FAILED_PRECONDITION with the reason, and the client raises."""
     from apply_edit.decide import ApplyRefused
 

@@ -9,7 +9,7 @@ from typing import Iterator
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from ..apply import ApplyOptions, ApplyRequest, ApplyStats, Replacement
+from ..apply import ApplyOptions, ApplyRequest, ApplyStats
 from ..decide import ApplyRefused
 from ..v1 import apply_edit_pb2 as pb
 from ..v1 import apply_edit_pb2_grpc as pb_grpc
@@ -85,12 +85,8 @@ class RemoteRun:
                 if response.text:
                     if not self.text:
                         self.stats.ttft_s = time.perf_counter() - self._start
-                    if response.replace:
-                        self.text = response.text
-                        yield Replacement(response.text)
-                    else:
-                        self.text += response.text
-                        yield response.text
+                    self.text += response.text
+                    yield response.text
                 if response.HasField("stats"):
                     self._take(response.stats)
                     complete = True

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import grpc
 from google.protobuf.message import DecodeError
 
-from ..apply import METHODS, Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyStats, Replacement
+from ..apply import METHODS, Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyStats
 from ..decide import ApplyRefused
 from ..prompting import LANGUAGES, language_of
 from ..v1 import apply_edit_pb2 as pb
@@ -171,8 +171,7 @@ class ApplyEditServicer:
                 pieces = iter(run)
                 try:
                     while (piece := self._on_model(next, pieces, _END)) is not _END:
-                        yield pb.ApplyResponse(text=piece, tokens=run.stats.new_tokens,
-                                               replace=isinstance(piece, Replacement))
+                        yield pb.ApplyResponse(text=piece, tokens=run.stats.new_tokens)
                     if not run.cancelled:
                         stats = run.stats
                         yield pb.ApplyResponse(tokens=stats.new_tokens, stats=stats_message(stats, self.model_name))

@@ -1,8 +1,8 @@
 // Minimal Node.js client of apply_edit's gRPC API, as a VS Code extension would call it: it loads only
 // the .proto file. Writes the rewritten file to stdout once complete, progress and stats to stderr.
 //
-// The file is assembled as it streams; a response with `replace` set starts it over (the server chose
-// the merge over the model's text). FAILED_PRECONDITION means no sound result: nothing is written.
+// The file is assembled as it streams and written once complete: FAILED_PRECONDITION after some text
+// means no sound result was found, and then nothing is written.
 //
 //   node proto/examples/client.mjs HOST:PORT FILE SNIPPET [INSTRUCTION]
 //
@@ -33,7 +33,7 @@ const call = client.Apply({
 
 let text = '';
 call.on('data', (response) => {
-  text = response.replace ? response.text : text + response.text;
+  text += response.text;
   if (response.stats) {
     const s = response.stats;
     process.stderr.write(`${s.new_tokens} tokens, ${s.target_passes} passes, ${s.total_s.toFixed(2)}s, path ${s.path}\n`);

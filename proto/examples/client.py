@@ -1,8 +1,7 @@
 """Minimal Python client of apply_edit's gRPC API: the rewritten file to stdout, progress and stats to stderr.
 
-The file is assembled as it streams (a response with `replace` set starts it over: the server chose the
-merge over the model's text) and written once the last response arrived; FAILED_PRECONDITION means no
-sound result was found, and nothing is written.
+The file is assembled as it streams and written once the last response arrived: FAILED_PRECONDITION
+after some text means no sound result was found, and then nothing is written.
 
     python proto/examples/client.py HOST:PORT FILE SNIPPET [INSTRUCTION]
 
@@ -29,7 +28,7 @@ def main(address: str, file: str, snippet: str, instruction: str = "") -> int:
         text = ""
         try:
             for response in stub.Apply(request, timeout=600):
-                text = response.text if response.replace else text + response.text
+                text += response.text
                 print(f"\r{response.tokens} tokens", end="", file=sys.stderr, flush=True)
                 if response.HasField("stats"):
                     s = response.stats
