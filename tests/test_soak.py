@@ -30,7 +30,9 @@ CASES = [load_case(FIXTURES / name) for name in ("ts_small_file_whole_rewrite", 
 
 def test_eight_streams_for_the_soak_time_without_errors_or_growth(tmp_path, request):
     seconds = request.config.getoption("--soak-seconds")
-    options = ApplyOptions(max_new_tokens=request.config.getoption("--soak-max-new-tokens") or None)
+    # The model's own output: a load test of the service, not of the judge (whose refusals of a cut-short
+    # apply on a case with an unsound merge would count as errors here).
+    options = ApplyOptions(max_new_tokens=request.config.getoption("--soak-max-new-tokens") or None, pipeline="model")
     # --max-queue 8: one running + 8 waiting, so 8 streams always fit (a 9th would be refused by design).
     server = ServerProcess(tmp_path, "--max-queue", str(STREAMS))
     try:
