@@ -26,7 +26,7 @@ from .draft_length import AdaptiveK, CostCurve, RegionAdaptiveK, cached_cost
 from .drafting import DraftPlan, plan_drafting
 from .merge import MergeCandidate, merge
 from .models.registry import cache_root
-from .models.transformers_target import TransformersTarget
+from .models.transformers_target import Interrupted, TransformersTarget
 from .prompting import (DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop,
                         build_prompt, language_of)
 
@@ -124,13 +124,15 @@ class ApplyStats(DecodeStats):
 
 class ApplyRun:
     """One streaming apply. Iterate for file text pieces; `.text`, `.tokens`, `.stats` and `.outcome` are
-    complete afterwards. `cancel()` (from any thread) stops decoding after the current verify pass;
+    complete afterwards. `cancel()` (from any thread) stops decoding after the current verify pass (or
+    the current chunk of the prompt);
     `close()` releases the model and its KV cache at once, also when the iteration was abandoned half-way.
     With a `judge`, the text is chosen by `decide.py`'s rule and the iteration raises `ApplyRefused` at the
     end when nothing passes the checks."""
 
     def __init__(self, blocks: Iterator[list[int]], detok: IncrementalDetokenizer, extractor: OutputExtractor,
-                 stats: ApplyStats, start: float, candidate: str | None = None, judge: Judge | None = None):
+                 stats: ApplyStats, start: float, candidate: str | None = None, judge: Judge | None = None,
+                 cancel: threading.Event | None = None):
         self._blocks, self._detok, self._extractor = blocks, detok, extractor
         self.stats = stats
         self.candidate = candidate  # the merge candidate's text drafting started from, if any
@@ -138,23 +140,30 @@ class ApplyRun:
         self.model_text = ""  # what the model wrote (it stops early where a sound merge is the answer)
         self.tokens: list[int] = []
         self.outcome: Outcome | None = None
-        self.cancelled = False
+        self._cancel = cancel or threading.Event()
         self._start = start
         self._judge = judge
 
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
     def cancel(self) -> None:
-        self.cancelled = True
+        self._cancel.set()
 
     def close(self) -> None:
         self._blocks.close()
 
     def _pieces(self) -> Iterator[str]:
         try:
-            for block in self._blocks:
-                self.tokens.extend(block)
-                yield self._extractor.push(self._detok.push(block))
-                if self._extractor.done or self.cancelled:
-                    break
+            try:
+                for block in self._blocks:
+                    self.tokens.extend(block)
+                    yield self._extractor.push(self._detok.push(block))
+                    if self._extractor.done or self.cancelled:
+                        break
+            except Interrupted:  # cancelled while the prompt was being read
+                return
             if not self.cancelled:
                 yield self._extractor.push(self._detok.flush())
                 yield self._extractor.finish()
@@ -285,6 +294,7 @@ class Applier:
         extractor = OutputExtractor(fmt.close, keep_final_newline=request.original.endswith("\n")
                                     or not request.original)
         plan = None
+        cancel = threading.Event()
         if options.method == "prompt-lookup":
             blocks = self._prompt_lookup(prompt, max_new, fmt.close, stats)
         else:
@@ -299,22 +309,26 @@ class Applier:
                 proposer, stats.plan_s = plan.proposer, time.perf_counter() - t0 + merge_s
             stop = TextStop(self.tokenizer, "\n" + fmt.close)
             blocks = self._speculative(prompt, proposer, self._draft_length(options, plan), max_new, options, stop,
-                                       stats)
+                                       stats, cancel)
         judge = (Judge(request.original, request.update, language, candidate, request.instruction)
                  if options.judged else None)
         return ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start,
-                        candidate=plan.candidate.text if plan and plan.candidate else None, judge=judge)
+                        candidate=plan.candidate.text if plan and plan.candidate else None, judge=judge,
+                        cancel=cancel)
 
-    def _speculative(self, prompt, proposer, draft_length, max_new, options: ApplyOptions, stop, stats: ApplyStats):
+    def _speculative(self, prompt, proposer, draft_length, max_new, options: ApplyOptions, stop, stats: ApplyStats,
+                     cancel: threading.Event):
         sampling = Sampling(options.temperature, options.top_p, options.seed)
         with self._lock:
             self.target.reset()
+            self.target.interrupt = cancel.is_set
             threshold = options.typical_threshold if options.acceptance == "typical" else None
             run = Decoding(self.target, proposer, prompt, max_new, k=draft_length, sampling=sampling,
                            eos=self.target.eos_ids(), stop=stop, stats=stats, typical_threshold=threshold)
             try:
                 yield from run
             finally:
+                self.target.interrupt = lambda: False
                 self.target.reset()
 
     def _prompt_lookup(self, prompt, max_new, close, stats: ApplyStats):

@@ -6,7 +6,7 @@ import torch
 from apply_edit.apply import Applier, ApplyOptions, ApplyError
 from apply_edit.bench import request_for
 from apply_edit.cases import load_case
-from apply_edit.models.transformers_target import TransformersTarget
+from apply_edit.models.transformers_target import PREFILL_CHUNK, Interrupted, TransformersTarget
 from conftest import FIXTURES
 
 pytestmark = pytest.mark.model
@@ -63,6 +63,45 @@ def test_one_pass_per_call_and_no_prefix_recomputation(target):
     assert calls == [43, 3]  # the second pass feeds only the corrected token and the new block
 
 
+def long_prompt(n: int) -> list[int]:
+    return [(i * 7919) % 1000 + 100 for i in range(n)]
+
+
+def test_a_long_prompt_is_read_in_chunks_with_the_logits_of_one_pass(target):
+    calls = []
+    hook = target.model.register_forward_pre_hook(lambda mod, args, kwargs: calls.append(kwargs["input_ids"].shape[1]),
+                                                  with_kwargs=True)
+    prompt, block = long_prompt(2 * PREFILL_CHUNK + 100), [11, 12, 13]
+    try:
+        target.reset()
+        chunked = target.logits(prompt, block)
+    finally:
+        hook.remove()
+    assert calls == [PREFILL_CHUNK, PREFILL_CHUNK, 100 + len(block)]
+    target.reset()
+    one_pass = target.model(input_ids=torch.tensor([prompt + block]), logits_to_keep=len(block) + 1).logits[0]
+    torch.testing.assert_close(chunked, one_pass, rtol=1e-4, atol=1e-4)
+
+
+def test_an_interrupted_prompt_leaves_a_cache_the_next_call_can_use(target):
+    prompt = long_prompt(3 * PREFILL_CHUNK)
+    reads = []
+    target.reset()
+    target.interrupt = lambda: len(reads) > 0
+    hook = target.model.register_forward_pre_hook(lambda *_: reads.append(1))
+    try:
+        with pytest.raises(Interrupted):
+            target.logits(prompt, [])
+    finally:
+        hook.remove()
+        target.interrupt = lambda: False
+    assert len(reads) == 1 and target.cached == prompt[:PREFILL_CHUNK]
+    resumed = target.logits(prompt, [5])  # reads on from the first chunk
+    target.reset()
+    torch.testing.assert_close(resumed, target.logits(prompt, [5]), rtol=1e-4, atol=1e-4)
+    target.reset()
+
+
 @pytest.fixture(scope="module")
 def applier(target):
     return Applier(target)
@@ -98,6 +137,25 @@ def test_abandoned_stream_releases_the_cache(applier, target):
     it = iter(run)
     next(it)
     it.close()  # a client went away mid-stream
+    assert target.cached == [] and target._cache is None
+
+
+def test_cancel_while_the_prompt_is_read_stops_within_a_chunk(applier, target):
+    case = load_case(FIXTURES / "py_add_method")  # a 2,000-token prompt: several chunks
+    run = applier.stream(request_for(case), ApplyOptions(method="plain", max_new_tokens=50))
+    assert run.stats.prompt_tokens > 2 * PREFILL_CHUNK
+    reads = []
+
+    def read(*_):
+        reads.append(1)
+        run.cancel()
+
+    hook = target.model.register_forward_pre_hook(read)
+    try:
+        assert list(run) == [] and run.cancelled
+    finally:
+        hook.remove()
+    assert len(reads) == 1  # the first chunk, then the cancel was seen
     assert target.cached == [] and target._cache is None
 
 
