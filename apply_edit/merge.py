@@ -16,7 +16,11 @@ original lines kept as they are. The merge is one alignment of the whole snippet
   sitter, `definitions.py`);
 - before the first and after the last snippet line, with no marker there, original lines are kept too
   (a snippet without markers is a piece of the file), unless the snippet's unmatched head or tail is a
-  rewrite of a head or tail of about its own size.
+  rewrite of a head or tail of about its own size, or the snippet starts (ends) with the file's own
+  first (last) lines;
+- lines shown as context are not written twice: a run of snippet lines that the alignment wrote as new
+  right beside a marker keeping the very same run of the original is aligned again, matched to that run
+  (the lines between it and the snippet line before it are then deleted, as the snippet showed them).
 
 Where the snippet is a uniformly re-indented copy of original code (a method shown without its class),
 new lines get the original's indentation; where only some lines moved (a block wrapped in a new `if`),
@@ -140,6 +144,7 @@ INSERT, INSERT_BLANK = 1.0, 0.2  # a line the original does not have; a line it 
 DELETE, DELETE_BLANK = 1.0, 0.3
 CROSS = 2.5  # keeping a line a marker's indentation says it does not stand for
 OUT_OF_SCOPE = 10.0  # a body's opening line written as new, or its closing line placed inside it
+DUPLICATE = 1000.0  # a line shown as context written as new code (see _duplicated_context)
 _NEG = -1e18
 
 
@@ -235,13 +240,18 @@ def _pairs(original: str, update: str, snippet: _Snippet, language: str) -> list
     return kept
 
 
-def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet) -> list[tuple]:
+def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter) -> list[tuple]:
     """A snippet without a leading (trailing) marker whose unmatched head (tail) is followed (preceded)
-    by a match rewrites the original's head (tail) when that is no longer than the snippet's plus one."""
+    by a match of a line found once in the original rewrites the original's head (tail) when that is no
+    longer than the snippet's plus one."""
+    def anchors(op: tuple) -> bool:
+        key = orig[op[2]].strip()
+        return op[0] in ("match", "edit") and not _trivial(key) and counts[key] == 1
+
     def rewrite(seq: list[tuple]) -> list[tuple]:
         kept = next((n for n, op in enumerate(seq) if op[0] != "keep"), len(seq))
         end = next((n for n in range(kept, len(seq)) if seq[n][0] != "ins"), len(seq))
-        if 0 < kept <= end - kept + 1 and kept < end < len(seq) and seq[end][0] in ("match", "edit"):
+        if 0 < kept <= end - kept + 1 and kept < end < len(seq) and anchors(seq[end]):
             return [("del", op[1]) for op in seq[:kept]] + seq[kept:]
         return seq
 
@@ -252,9 +262,12 @@ def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet) -> list[tuple]:
     return ops
 
 
-def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter) -> list[tuple]:
+def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, context: dict[int, int] | None = None
+           ) -> list[tuple]:
     """The best-scoring alignment as ops in order: ("keep", j) ("del", j) ("match", i, j) ("edit", i, j)
-    ("ins", i); "keep" ops carry a third item, True where the kept line is outside the marker's scope."""
+    ("ins", i); "keep" ops carry a third item, True where the kept line is outside the marker's scope.
+    `context`: snippet line -> the original line it must match (writing it as new costs DUPLICATE)."""
+    context = context or {}
     s_lines, m, n = snippet.lines, len(snippet.lines), len(orig)
     o_keys = [line.strip() for line in orig]
     o_rstrip = [line.rstrip() for line in orig]
@@ -279,13 +292,14 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter) -> list[t
     last_hunk = [line.strip() for line, h in zip(s_lines, snippet.hunk_of) if h == snippet.hunk_of[-1]] if m else []
     if m and snippet.reach[-1] is None and not any(k in counts for k in last_hunk if k):
         ends_at[m] = n  # new code after the last marker, with nothing after it: the end of the file
-    # A snippet that starts (ends) with the file's first (last) line starts (ends) where the file does.
-    content = [j for j in range(n) if o_keys[j]]
+    # A snippet that starts (ends) with the file's first (last) lines starts (ends) where the file does.
+    content = [o_rstrip[j] for j in range(n) if o_keys[j]]
     s_content = [i for i in range(m) if s_lines[i].strip()]
-    if content and s_content and snippet.reach[0] is None and s_lines[s_content[0]].rstrip() == o_rstrip[content[0]]:
-        starts_at.setdefault(s_content[0], content[0])
-    if content and s_content and snippet.reach[-1] is None and s_lines[s_content[-1]].rstrip() == o_rstrip[content[-1]]:
-        ends_at.setdefault(s_content[-1] + 1, content[-1] + 1)
+    s_text = [s_lines[i].rstrip() for i in s_content]
+    if content and s_content and snippet.reach[0] is None and _names_the_end(s_text, content):
+        starts_at.setdefault(s_content[0], next(j for j in range(n) if o_keys[j]))
+    if content and s_content and snippet.reach[-1] is None and _names_the_end(s_text[::-1], content[::-1]):
+        ends_at.setdefault(s_content[-1] + 1, max(j for j in range(n) if o_keys[j]) + 1)
 
     score = np.full((m + 1, n + 1), _NEG)
     src = np.zeros((m + 1, n + 1), dtype=np.int32)
@@ -335,7 +349,7 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter) -> list[t
             weight = insert = TRIVIAL
         else:
             weight = insert = UNIQUE if counts[key] == 1 else COMMON
-        cand = prev - insert
+        cand = prev - (DUPLICATE if i - 1 in context else insert)
         gain = np.full(n, _NEG)
         edited = np.zeros(n, dtype=bool)
         if key in ids:
@@ -348,6 +362,8 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter) -> list[t
             for j in set(by_start.get(key[:4], [])) | set(by_start.get("\0" + key[-4:], [])):
                 if gain[j] == _NEG and _similar(key, o_keys[j]):
                     gain[j], edited[j] = EDITED, True
+        if (twin := context.get(i - 1)) is not None:
+            gain = np.where(cols[:-1] == twin, gain, _NEG)
         diag = np.concatenate(([_NEG], prev[:-1] + gain))
         if (reach := closing[i - 1]) is not None:
             # The first line less indented than the marker before it closes the marker's scope: it is
@@ -383,6 +399,57 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter) -> list[t
             j -= 1
         i -= 1
     return ops[::-1]
+
+
+def _duplicated_context(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict[int, int]:
+    """Runs of lines written as new right beside a marker that keeps the very same run of original lines
+    (its twin; the nearest one): the snippet showed them as context, and deleting the original lines
+    between them and the snippet's line before (after) them was costlier in the alignment's scores than a
+    duplicate. New code that copies a line or two of old code is not a twin: the whole run must be.
+    Returns snippet line -> twin line, for an alignment where each must match its twin."""
+    def written(op: tuple) -> bool:  # new lines, and blank lines between them
+        return op[0] == "ins" or (op[0] == "match" and not snippet.lines[op[1]].strip())
+
+    def kept_run(t: int, step: int) -> list[int]:
+        run = []
+        while 0 <= t < len(ops) and ops[t][0] == "keep":
+            if orig[ops[t][1]].strip():
+                run.append(ops[t][1])
+            t += step
+        return run if step > 0 else run[::-1]
+
+    found: dict[int, int] = {}
+    n = 0
+    while n < len(ops):
+        if ops[n][0] != "ins":
+            n += 1
+            continue
+        end = next((e for e in range(n, len(ops)) if not written(ops[e])), len(ops))
+        lines = [op[1] for op in ops[n:end] if op[0] == "ins" and snippet.lines[op[1]].strip()]
+        keys = [snippet.lines[i].strip() for i in lines]
+        if any(not _trivial(k) for k in keys):
+            after, before = kept_run(end, 1), kept_run(n - 1, -1)
+            for kept, starts in ((after, range(len(after) - len(keys) + 1)),
+                                 (before, range(len(before) - len(keys), -1, -1))):
+                start = next((t for t in starts if [orig[j].strip() for j in kept[t:t + len(keys)]] == keys), None)
+                if start is not None:
+                    found.update(zip(lines, kept[start:start + len(keys)]))
+                    break
+        n = end
+    return found
+
+
+def _names_the_end(snippet: list[str], original: list[str]) -> bool:
+    """Whether the snippet's first non-blank lines that equal the original's first ones (pass both
+    reversed for the last ones) say "the start of the file": a line of code does; closing lines alone
+    (`}`, `end`) do only where the original has that run of them nowhere else."""
+    k = next((n for n, (a, b) in enumerate(zip(snippet, original)) if a != b), min(len(snippet), len(original)))
+    if k == 0:
+        return False
+    if not all(_trivial(line.strip()) for line in original[:k]):
+        return True
+    run = original[:k]
+    return not any(original[s:s + k] == run for s in range(1, len(original) - k + 1))
 
 
 def _closing_lines(snippet: _Snippet) -> list[int | None]:
@@ -444,7 +511,17 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     counts = Counter(line.strip() for line in orig)
     snippet = _parse_snippet(update_lines, set(counts), language)
     pairs = _pairs(original, "".join(update_lines), snippet, language) if language and orig else []
-    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts), snippet)
+    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts), snippet, orig, counts)
+    context: dict[int, int] = {}
+    for _ in range(3):  # each round can show duplicates the one before hid behind the first ones
+        found = _duplicated_context(ops, snippet, orig)
+        if not found:
+            break
+        context = {**context, **found}
+        again = _head_tail_rewrites(_align(orig, snippet, pairs, counts, context), snippet, orig, counts)
+        if {op[1]: op[2] for op in again if op[0] == "match" and op[1] in context} != context:
+            break  # the twins cannot all be matched: the duplicate was no mistake of scores
+        ops = again
 
     in_pair = {i for a, b, _, _, whole in pairs if whole for i in range(a, b + 1)}
     matched_by_hunk: dict[int, list[tuple[str, str]]] = {}
