@@ -18,9 +18,13 @@ original lines kept as they are. The merge is one alignment of the whole snippet
   (a snippet without markers is a piece of the file), unless the snippet's unmatched head or tail is a
   rewrite of a head or tail of about its own size, or the snippet starts (ends) with the file's own
   first (last) lines;
+- right after a closing line (`}`, `end`) a marker keeps code at most as deep as that line: the rest of
+  the block just closed is not kept (a replaced `return err` before `}` does not survive);
 - lines shown as context are not written twice: a run of snippet lines that the alignment wrote as new
   right beside a marker keeping the very same run of the original is aligned again, matched to that run
-  (the lines between it and the snippet line before it are then deleted, as the snippet showed them).
+  (the lines between it and the snippet line before it are then deleted, as the snippet showed them);
+  and the first line after a marker, found once in the original, is where the old code resumes: it is
+  not written as new while its original is deleted (new code latching onto copies of old lines).
 
 Where the snippet is a uniformly re-indented copy of original code (a method shown without its class),
 new lines get the original's indentation; where only some lines moved (a block wrapped in a new `if`),
@@ -144,12 +148,17 @@ INSERT, INSERT_BLANK = 1.0, 0.2  # a line the original does not have; a line it 
 DELETE, DELETE_BLANK = 1.0, 0.3
 CROSS = 2.5  # keeping a line a marker's indentation says it does not stand for
 OUT_OF_SCOPE = 10.0  # a body's opening line written as new, or its closing line placed inside it
-DUPLICATE = 1000.0  # a line shown as context written as new code (see _duplicated_context)
+DUPLICATE = 1000.0  # a line shown as context written as new code (see _kept_twins, _deleted_twins)
 _NEG = -1e18
 
 
 def _trivial(key: str) -> bool:
     return len(key) <= 3 or not any(ch.isalnum() for ch in key)
+
+
+def _closes(key: str) -> bool:
+    """A line that only closes blocks: `}`, `});`, `]`, `end`."""
+    return bool(key) and _trivial(key) and (key[0] in "})]" or key.rstrip(";") == "end")
 
 
 def _similar(a: str, b: str) -> bool:
@@ -318,9 +327,14 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, context: 
         # Moving along the row consumes original lines; the best start for each column is a running max.
         acc = np.concatenate(([0.0], np.cumsum(costs)))
         val = cand + acc
+        if (closed := closed_at.get(i)) is not None:
+            # Right after a closing line, code continues at most as deep as it: keeping a deeper line
+            # first (the rest of the block just closed) costs CROSS; staying put costs nothing.
+            val = val - np.where(next_width > closed, CROSS, 0.0)
         run = np.maximum.accumulate(val)
-        score[i] = run - acc
-        src[i] = np.maximum.accumulate(np.where(val >= run, cols, 0))
+        moved = run - acc
+        score[i] = np.maximum(cand, moved)
+        src[i] = np.where(cand >= moved, cols, np.maximum.accumulate(np.where(val >= run, cols, 0)))
         if i in starts_at:
             score[i, :starts_at[i]] = _NEG
             score[i, starts_at[i] + 1:] = _NEG
@@ -330,6 +344,12 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, context: 
                 score[i, stop + 1:] = _NEG
 
     closing, opening = _closing_lines(snippet), _opening_lines(snippet)
+    # Gaps with a marker right after a closing line (`}`, `end`): that line's width.
+    closed_at = {i: _width(s_lines[i - 1]) for i in range(1, m + 1)
+                 if snippet.reach[i] is not None and _closes(s_lines[i - 1].strip())}
+    next_width = np.full(n + 1, -1, dtype=np.int64)  # per column: the width of the next non-blank line
+    for j in range(n - 1, -1, -1):
+        next_width[j] = next_width[j + 1] if o_blank[j] else o_width[j]
 
     def scope(i: int) -> int | None:
         """How deep the marker in gap i keeps lines: a marker between two snippet lines stands for code
@@ -401,7 +421,7 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, context: 
     return ops[::-1]
 
 
-def _duplicated_context(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict[int, int]:
+def _kept_twins(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict[int, int]:
     """Runs of lines written as new right beside a marker that keeps the very same run of original lines
     (its twin; the nearest one): the snippet showed them as context, and deleting the original lines
     between them and the snippet's line before (after) them was costlier in the alignment's scores than a
@@ -437,6 +457,38 @@ def _duplicated_context(ops: list[tuple], snippet: _Snippet, orig: list[str]) ->
                     break
         n = end
     return found
+
+
+def _deleted_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter) -> dict[int, int]:
+    """The first line after a marker, found once in the original, written as new while the alignment
+    deletes its one instance: the marker says the existing code resumes there, so that line is context
+    (new code after it latched onto copies of old lines and pushed it aside). Elsewhere a line written as
+    new and deleted from its place may be moved on purpose (imports put in order)."""
+    deleted = {orig[op[1]].strip(): op[1] for op in ops if op[0] == "del"}
+    found = {}
+    for op in ops:
+        if op[0] != "ins" or op[1] == 0 or snippet.reach[op[1]] is None:
+            continue
+        key = snippet.lines[op[1]].strip()
+        if key in deleted and counts[key] == 1 and not _trivial(key):
+            found[op[1]] = deleted[key]
+    return found
+
+
+def _realigned(ops: list[tuple], find, align) -> list[tuple]:
+    """Aligns again while `find(ops)` names snippet lines that must match their twins (each round can
+    show twins the round before hid), as long as every twin can be matched."""
+    context: dict[int, int] = {}
+    for _ in range(3):
+        found = find(ops)
+        if not found or found.items() <= context.items():
+            break
+        context = {**context, **found}
+        again = align(context)
+        if {op[1]: op[2] for op in again if op[0] == "match" and op[1] in context} != context:
+            break  # the twins cannot all be matched: what the finder saw was no mistake of the scores
+        ops = again
+    return ops
 
 
 def _names_the_end(snippet: list[str], original: list[str]) -> bool:
@@ -512,16 +564,12 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     snippet = _parse_snippet(update_lines, set(counts), language)
     pairs = _pairs(original, "".join(update_lines), snippet, language) if language and orig else []
     ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts), snippet, orig, counts)
-    context: dict[int, int] = {}
-    for _ in range(3):  # each round can show duplicates the one before hid behind the first ones
-        found = _duplicated_context(ops, snippet, orig)
-        if not found:
-            break
-        context = {**context, **found}
-        again = _head_tail_rewrites(_align(orig, snippet, pairs, counts, context), snippet, orig, counts)
-        if {op[1]: op[2] for op in again if op[0] == "match" and op[1] in context} != context:
-            break  # the twins cannot all be matched: the duplicate was no mistake of scores
-        ops = again
+
+    def align(context: dict[int, int]) -> list[tuple]:
+        return _head_tail_rewrites(_align(orig, snippet, pairs, counts, context), snippet, orig, counts)
+
+    ops = _realigned(ops, lambda o: _kept_twins(o, snippet, orig), align)
+    ops = _realigned(ops, lambda o: _deleted_twins(o, snippet, orig, counts), align)
 
     in_pair = {i for a, b, _, _, whole in pairs if whole for i in range(a, b + 1)}
     matched_by_hunk: dict[int, list[tuple[str, str]]] = {}
