@@ -23,8 +23,9 @@ original lines kept as they are. The merge is one alignment of the whole snippet
 - lines shown as context are not written twice: a run of snippet lines that the alignment wrote as new
   right beside a marker keeping the very same run of the original is aligned again, matched to that run
   (the lines between it and the snippet line before it are then deleted, as the snippet showed them);
-  and the first line after a marker, found once in the original, is where the old code resumes: it is
-  not written as new while its original is deleted (new code latching onto copies of old lines).
+  and the first lines after a marker are where the old code resumes: a line found once is not written
+  as new while its original is deleted, and a run of lines the original has in a row is not written as
+  new either (new code latching onto copies of old lines had pushed them aside).
 
 Where the snippet is a uniformly re-indented copy of original code (a method shown without its class),
 new lines get the original's indentation; where only some lines moved (a block wrapped in a new `if`),
@@ -475,6 +476,40 @@ def _deleted_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
     return found
 
 
+def _resuming_runs(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict[int, int]:
+    """The lines a hunk starts with after a marker, where two or more of them (one a line of code) follow
+    each other in the original too: the marker says the existing code resumes there, so the alignment
+    must not write them as new (a new block after them had latched onto old lines further on). Their
+    twin is the last such run in the original between the lines found once that the alignment matched
+    before and after them."""
+    written = {op[1] for op in ops if op[0] == "ins"}
+    content = [j for j, line in enumerate(orig) if line.strip()]
+    text = [orig[j].strip() for j in content]
+    once = Counter(text)
+    # Where the alignment placed lines found once in the original: what surely comes before and after.
+    at = {op[1]: op[2] for op in ops
+          if op[0] == "match" and not _trivial(key := orig[op[2]].strip()) and once[key] == 1}
+    found: dict[int, int] = {}
+    for start in range(len(snippet.lines)):
+        if snippet.reach[start] is None:
+            continue
+        run = [i for i in range(start, len(snippet.lines))
+               if snippet.hunk_of[i] == snippet.hunk_of[start] and snippet.lines[i].strip()]
+        keys = [snippet.lines[i].strip() for i in run]
+        for k in range(len(keys), 1, -1):  # the longest head of the hunk that is a run in the original
+            head = run[:k]
+            if not written & set(head) or all(_trivial(key) for key in keys[:k]):
+                continue
+            before = max((j for i, j in at.items() if i < head[0]), default=-1)
+            after = min((j for i, j in at.items() if i > head[-1]), default=len(orig))
+            places = [s for s in range(len(text) - k + 1) if text[s:s + k] == keys[:k]
+                      and before < content[s] and content[s + k - 1] < after]
+            if places:
+                found.update(zip(head, (content[places[-1] + n] for n in range(k))))
+                break
+    return found
+
+
 def _realigned(ops: list[tuple], find, align) -> list[tuple]:
     """Aligns again while `find(ops)` names snippet lines that must match their twins (each round can
     show twins the round before hid), as long as every twin can be matched."""
@@ -570,6 +605,7 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
 
     ops = _realigned(ops, lambda o: _kept_twins(o, snippet, orig), align)
     ops = _realigned(ops, lambda o: _deleted_twins(o, snippet, orig, counts), align)
+    ops = _realigned(ops, lambda o: _resuming_runs(o, snippet, orig), align)
 
     in_pair = {i for a, b, _, _, whole in pairs if whole for i in range(a, b + 1)}
     matched_by_hunk: dict[int, list[tuple[str, str]]] = {}
