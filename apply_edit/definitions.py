@@ -1,4 +1,5 @@
-"""Named definitions (functions, methods, classes, types, impls) found with tree-sitter, by line range.
+"""Named definitions (functions, methods, classes, types, impls, and functions bound to a `const`) found
+with tree-sitter, by line range.
 
 The merge uses them as structure: a definition the snippet shows whole, with no marker inside, replaces
 the original's definition of the same kind and name, from its first line to its last, whatever lines of
@@ -23,6 +24,9 @@ _DEFINITIONS = {
     "struct_specifier",  # c
 }
 _WRAPPERS = {"decorated_definition", "export_statement"}  # a definition's range includes these
+# `const f = (a) => {...}`, `let C = class {...}`: in JavaScript and TypeScript as common as declarations.
+_BOUND = {"lexical_declaration", "variable_declaration"}
+_FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,20 @@ def _text(node) -> str:
     return node.text.decode("utf-8", "replace")
 
 
+def _bound_function(node) -> str | None:
+    """The name in `const name = <function or class>` (one declarator), else None."""
+    declarators = [c for c in node.named_children if c.type == "variable_declarator"]
+    if len(declarators) != 1:
+        return None
+    name, value = declarators[0].child_by_field_name("name"), declarators[0].child_by_field_name("value")
+    if name is None or name.type != "identifier" or value is None or value.type not in _FUNCTION_VALUES:
+        return None
+    return _text(name)
+
+
 def _name(node) -> str | None:
+    if node.type in _BOUND:
+        return _bound_function(node)
     if node.type == "impl_item":
         trait, type_ = node.child_by_field_name("trait"), node.child_by_field_name("type")
         return f"{_text(trait) if trait else ''} for {_text(type_)}" if type_ else None
@@ -73,7 +90,7 @@ def definitions(text: str, language: str) -> list[Definition]:
 
     def visit(node) -> None:
         for child in node.named_children:
-            if child.type in _DEFINITIONS and (name := _name(child)):
+            if (child.type in _DEFINITIONS or child.type in _BOUND) and (name := _name(child)):
                 outer = _outer(child)
                 start, (end, column) = outer.start_point[0], outer.end_point
                 end -= 1 if column == 0 and end > start else 0  # a node that ends with its newline

@@ -19,7 +19,9 @@ original lines kept as they are. The merge is one alignment of the whole snippet
   rewrite of a head or tail of about its own size, or the snippet starts (ends) with the file's own
   first (last) lines;
 - right after a closing line (`}`, `end`) a marker keeps code at most as deep as that line: the rest of
-  the block just closed is not kept (a replaced `return err` before `}` does not survive);
+  the block just closed is not kept (a replaced `return err` before `}` does not survive); a block the
+  snippet opens on a line found once and closes after a marker inside it closes where the original's
+  block does (brackets decide where indentation cannot, as in a C `switch`);
 - lines shown as context are not written twice: a run of snippet lines that the alignment wrote as new
   right beside a marker keeping the very same run of the original is aligned again, matched to that run
   (the lines between it and the snippet line before it are then deleted, as the snippet showed them);
@@ -27,7 +29,8 @@ original lines kept as they are. The merge is one alignment of the whole snippet
   as new while its original is deleted, and a run of lines the original has in a row is not written as
   new either (new code latching onto copies of old lines had pushed them aside).
 
-Where the snippet is a uniformly re-indented copy of original code (a method shown without its class),
+A snippet indented with spaces where the file uses tabs (or the reverse) is first re-indented as the
+file is. Where the snippet is a uniformly re-indented copy of original code (a method shown without its class),
 new lines get the original's indentation; where only some lines moved (a block wrapped in a new `if`),
 the snippet's indentation is the edit.
 
@@ -37,6 +40,7 @@ kept outside a marker's scope: what a caller needs to decide whether to trust th
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -82,6 +86,34 @@ def _indent(line: str) -> str:
 
 def _width(line: str) -> int:
     return len(_indent(line).expandtabs(4))
+
+
+def _space_unit(lines: list[str]) -> int | None:
+    """The indentation step of lines indented with spaces only (2, 4 or 8), else None."""
+    widths = {len(_indent(line)) for line in lines if line.strip() and _indent(line)}
+    if not widths or any("\t" in _indent(line) for line in lines):
+        return None
+    unit = math.gcd(*widths)
+    return unit if unit in (2, 4, 8) else None
+
+
+def _tabbed(lines: list[str]) -> bool:
+    indented = [_indent(line) for line in lines if line.strip() and _indent(line)]
+    return bool(indented) and sum(ws.startswith("\t") for ws in indented) * 10 >= len(indented) * 9
+
+
+def _in_file_indentation(update_lines: list[str], orig: list[str]) -> list[str]:
+    """The snippet indented as the file is: a file indented with tabs gets tabs for the snippet's spaces,
+    one per step (models often write spaces where the file has tabs, and the reverse)."""
+    if _tabbed(orig) and (unit := _space_unit(update_lines)):
+        def convert(ws: str) -> str:
+            return "\t" * (len(ws) // unit) + " " * (len(ws) % unit)
+    elif _tabbed(update_lines) and (unit := _space_unit(orig)):
+        def convert(ws: str) -> str:
+            return ws.replace("\t", " " * unit)
+    else:
+        return update_lines
+    return [convert(_indent(line)) + line.lstrip(" \t") if line.strip() else line for line in update_lines]
 
 
 @dataclass
@@ -149,7 +181,7 @@ INSERT, INSERT_BLANK = 1.0, 0.2  # a line the original does not have; a line it 
 DELETE, DELETE_BLANK = 1.0, 0.3
 CROSS = 2.5  # keeping a line a marker's indentation says it does not stand for
 OUT_OF_SCOPE = 10.0  # a body's opening line written as new, or its closing line placed inside it
-DUPLICATE = 1000.0  # a line shown as context written as new code (see _kept_twins, _deleted_twins)
+DUPLICATE = 1000.0  # a line shown as context written as new code (see _realigned)
 _NEG = -1e18
 
 
@@ -460,19 +492,69 @@ def _kept_twins(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict[in
     return found
 
 
-def _deleted_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter) -> dict[int, int]:
-    """The first line after a marker, found once in the original, written as new while the alignment
-    deletes its one instance: the marker says the existing code resumes there, so that line is context
-    (new code after it latched onto copies of old lines and pushed it aside). Elsewhere a line written as
-    new and deleted from its place may be moved on purpose (imports put in order)."""
+def _resumed_lines(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter) -> dict[int, int]:
+    """The first line after a marker, written as new although the old code has it right there: the
+    marker says the existing code resumes at that line, so it is context. Its twin is the last instance
+    the marker keeps just before it (deleting the old lines after the twin was costlier in the scores
+    than a duplicate), or its one instance in the original where the alignment deletes that (new code
+    after it latched onto copies of old lines and pushed it aside). Elsewhere a line written as new and
+    deleted from its place may be moved on purpose (imports put in order)."""
     deleted = {orig[op[1]].strip(): op[1] for op in ops if op[0] == "del"}
     found = {}
-    for op in ops:
-        if op[0] != "ins" or op[1] == 0 or snippet.reach[op[1]] is None:
+    for n, op in enumerate(ops):
+        if op[0] != "ins" or snippet.reach[op[1]] is None or n == 0 or ops[n - 1][0] != "keep":
             continue
         key = snippet.lines[op[1]].strip()
-        if key in deleted and counts[key] == 1 and not _trivial(key):
+        if _trivial(key):
+            continue
+        t = n - 1
+        while t >= 0 and ops[t][0] == "keep" and orig[ops[t][1]].strip() != key:
+            t -= 1
+        if t >= 0 and ops[t][0] == "keep":
+            found[op[1]] = ops[t][1]
+        elif key in deleted and counts[key] == 1:
             found[op[1]] = deleted[key]
+    return found
+
+
+_STRING = re.compile(r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`(?:\\.|[^`\\])*`""")
+_LINE_COMMENT = re.compile(r"(?://|#).*$")
+
+
+def _block_ends(lines: list[str]) -> dict[int, int]:
+    """Per line that opens a bracketed block (its code ends with `{`, `(` or `[`): the line that closes
+    it. Brackets in strings and trailing comments do not count; `} else {` closes one block, opens one."""
+    ends: dict[int, int] = {}
+    stack: list[tuple[int, int]] = []  # (opening line, depth inside its block)
+    depth = 0
+    for n, line in enumerate(lines):
+        code = _LINE_COMMENT.sub("", _STRING.sub("", line.strip())).rstrip()
+        low = depth
+        for ch in code:
+            depth += 1 if ch in "{([" else -1 if ch in "})]" else 0
+            low = min(low, depth)
+        while stack and stack[-1][1] > low:
+            ends[stack.pop()[0]] = n
+        if code and code[-1] in "{([" and depth > low:
+            stack.append((n, depth))
+    return ends
+
+
+def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter) -> dict[int, int]:
+    """A block the snippet opens on an original line found once and closes after a marker inside it
+    closes where the original's block does: the marker stands for the rest of that block and no more
+    (where the indentation cannot tell, as in a C `switch` whose `case` lines sit at its own depth)."""
+    placed = {op[1]: op[2] for op in ops if op[0] == "match"}
+    original_ends = _block_ends(orig)
+    found = {}
+    for opener, closer in _block_ends(snippet.lines).items():
+        at = placed.get(opener)
+        if at is None or at not in original_ends or placed.get(closer) == original_ends[at] \
+                or counts[orig[at].strip()] != 1:
+            continue
+        if any(snippet.reach[g] is not None for g in range(opener + 1, closer + 1)) \
+                and snippet.lines[closer].strip() == orig[original_ends[at]].strip():
+            found[closer] = original_ends[at]
     return found
 
 
@@ -510,19 +592,23 @@ def _resuming_runs(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict
     return found
 
 
-def _realigned(ops: list[tuple], find, align) -> list[tuple]:
-    """Aligns again while `find(ops)` names snippet lines that must match their twins (each round can
-    show twins the round before hid), as long as every twin can be matched."""
+def _realigned(ops: list[tuple], finders, align) -> list[tuple]:
+    """Aligns again while a finder names snippet lines that must match their twins (snippet line ->
+    original line); each round can show twins that the one before hid. What a finder names is kept only
+    where the alignment can match every twin named so far."""
     context: dict[int, int] = {}
-    for _ in range(3):
-        found = find(ops)
-        if not found or found.items() <= context.items():
+    for _ in range(4):
+        progressed = False
+        for find in finders:
+            found = {i: j for i, j in find(ops).items() if i not in context}
+            if not found:
+                continue
+            trial = {**context, **found}
+            again = align(trial)
+            if {op[1]: op[2] for op in again if op[0] == "match" and op[1] in trial} == trial:
+                ops, context, progressed = again, trial, True
+        if not progressed:
             break
-        context = {**context, **found}
-        again = align(context)
-        if {op[1]: op[2] for op in again if op[0] == "match" and op[1] in context} != context:
-            break  # the twins cannot all be matched: what the finder saw was no mistake of the scores
-        ops = again
     return ops
 
 
@@ -594,7 +680,7 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     orig = split_lines(original)
     newline = "\r\n" if original.count("\r\n") * 2 > original.count("\n") else "\n"
     # Every snippet line ends like the original's lines, so none is glued to the next.
-    update_lines = [line.rstrip("\r\n") + newline for line in split_lines(update)]
+    update_lines = _in_file_indentation([line.rstrip("\r\n") + newline for line in split_lines(update)], orig)
     counts = Counter(line.strip() for line in orig)
     snippet = _parse_snippet(update_lines, set(counts), language)
     pairs = _pairs(original, "".join(update_lines), snippet, language) if language and orig else []
@@ -603,9 +689,10 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     def align(context: dict[int, int]) -> list[tuple]:
         return _head_tail_rewrites(_align(orig, snippet, pairs, counts, context), snippet, orig, counts)
 
-    ops = _realigned(ops, lambda o: _kept_twins(o, snippet, orig), align)
-    ops = _realigned(ops, lambda o: _deleted_twins(o, snippet, orig, counts), align)
-    ops = _realigned(ops, lambda o: _resuming_runs(o, snippet, orig), align)
+    ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig),
+                           lambda o: _resumed_lines(o, snippet, orig, counts),
+                           lambda o: _resuming_runs(o, snippet, orig),
+                           lambda o: _closing_twins(o, snippet, orig, counts)], align)
 
     in_pair = {i for a, b, _, _, whole in pairs if whole for i in range(a, b + 1)}
     matched_by_hunk: dict[int, list[tuple[str, str]]] = {}

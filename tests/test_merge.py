@@ -119,6 +119,26 @@ def test_the_line_after_a_marker_is_where_the_old_code_resumes():
     assert merge(rs, update, "rust").text == rs.replace("        C => State::Fail,\n", "        C => State::Fail,\n" + arm)
 
 
+def test_a_snippet_indented_with_spaces_gets_the_tabs_of_the_file():
+    go = "func F() int {\n\tx := 1\n\tif x > 0 {\n\t\treturn x\n\t}\n\treturn 0\n}\n"
+    update = "func F() int {\n    x := 1\n    if x > 0 {\n        log(x)\n        return x\n    }\n    // ... existing code ...\n}\n"
+    assert merge(go, update, "go").text == go.replace("\t\treturn x\n", "\t\tlog(x)\n\t\treturn x\n")
+
+
+def test_a_function_bound_to_a_const_and_shown_whole_replaces_its_namesake():
+    rest = "\nconst b = 2\n\nfunction c() {\n  return b\n}\n\nmodule.exports = { a, c }\n"
+    js = "const a = (x) =>\n  f(x).then(g)\n" + rest
+    update = "const a = async (x) => {\n  return g(await f(x))\n}\n"
+    assert merge(js, update, "javascript").text == update + rest
+
+
+def test_a_block_closed_after_a_marker_closes_where_the_original_block_does():
+    # C switch: `case` lines sit at the switch's own depth, so indentation cannot say where it ends.
+    c = ("int f(int k) {\n\tswitch (k) {\n\tcase 1:\n\t\treturn 1;\n\t}\n\tassert(0);\n\treturn 0;\n}\n")
+    update = "int f(int k) {\n\tswitch (k) {\n\t/* ... */\n\t}\n\tfail(k);\n\treturn 0;\n}\n"
+    assert merge(c, update, "c").text == c.replace("\tassert(0);\n", "\tfail(k);\n")
+
+
 def test_new_code_between_two_markers_is_not_confident():
     update = "# ... existing code ...\ndef cube(x):\n    return x ** 3\n# ... existing code ...\n"
     report = merge(ORIGINAL, update, "python").report
