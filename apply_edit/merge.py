@@ -552,7 +552,9 @@ def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
         if at is None or at not in original_ends or placed.get(closer) == original_ends[at] \
                 or counts[orig[at].strip()] != 1:
             continue
+        # A marker may hide openers, so brackets alone do not pair lines: the closer sits at its opener's depth.
         if any(snippet.reach[g] is not None for g in range(opener + 1, closer + 1)) \
+                and _width(snippet.lines[closer]) == _width(snippet.lines[opener]) \
                 and snippet.lines[closer].strip() == orig[original_ends[at]].strip():
             found[closer] = original_ends[at]
     return found
