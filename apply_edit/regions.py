@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 # Node types (in any of the supported grammars) whose members become regions of their own.
-_CONTAINERS = {"class_definition", "class_declaration", "class", "abstract_class_declaration", "impl_item",
+_CONTAINERS = {"class_definition", "class_declaration", "class", "module", "abstract_class_declaration", "impl_item",
                "trait_item", "mod_item", "record_declaration"}
 _WRAPPERS = {"decorated_definition", "export_statement"}  # look through these to the definition
 _IMPORTS = {"import_statement", "import_from_statement", "future_import_statement", "import_declaration",
@@ -47,6 +47,46 @@ def _parser(language: str):
         return get_parser("javascript" if language == "jsx" else language)
     except Exception:  # no grammar on this machine: the fallback still gives usable regions
         return None
+
+
+# The languages a request without a path is told apart by, in the order that settles ties (JavaScript
+# before TypeScript, which parses it too; C before C++). PHP only by its opening tag: its grammar takes
+# any other text as HTML without an error.
+_GUESSABLE = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby")
+
+
+def guess_language(text: str) -> str:
+    """The grammar under which the fewest lines of text sit in parse errors, or "" when every one of them
+    leaves more than a tenth of the lines in errors (not code, or a language not listed)."""
+    if not text.strip():
+        return ""
+    if text.lstrip().startswith("<?php"):
+        return "php"
+    data = text.encode("utf-8")
+    best, best_lines = "", None
+    for language in _GUESSABLE:
+        parser = parser_for(language)
+        if parser is None:
+            continue
+        lines = _lines_in_errors(parser.parse(data).root_node)
+        if best_lines is None or lines < best_lines:
+            best, best_lines = language, lines
+        if lines == 0:
+            break
+    return best if best_lines is not None and best_lines * 10 <= text.count("\n") + 1 else ""
+
+
+def _lines_in_errors(root) -> int:
+    """Lines covered by the outermost ERROR or MISSING nodes (one ERROR node may swallow a whole file)."""
+    covered: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            covered.update(range(node.start_point[0], node.end_point[0] + 1))
+        elif node.has_error:
+            stack.extend(node.children)
+    return len(covered)
 
 
 def regions(text: str, language: str) -> list[Region]:
