@@ -286,7 +286,7 @@ class Applier:
         prompt = self._encode(prompt_text)
         original_ids, update_ids = self._encode(request.original), self._encode(request.update)
         max_new = options.max_new_tokens or len(original_ids) + len(update_ids) + 64
-        limit = getattr(self.target.model.config, "max_position_embeddings", None)
+        limit = self.context_limit()
         if limit and len(prompt) + max_new > limit:
             raise ApplyError(f"request too long for the model: {len(prompt)} prompt tokens + {max_new} to write "
                              f"exceed its context of {limit} tokens")
@@ -308,23 +308,26 @@ class Applier:
                                      prompt=prompt_text)
                 proposer, stats.plan_s = plan.proposer, time.perf_counter() - t0 + merge_s
             stop = TextStop(self.tokenizer, "\n" + fmt.close)
-            blocks = self._speculative(prompt, proposer, self._draft_length(options, plan), max_new, options, stop,
-                                       stats, cancel)
+            blocks = self.decode(prompt, proposer, self._draft_length(options, plan), max_new,
+                                 Sampling(options.temperature, options.top_p, options.seed), stop, stats, cancel,
+                                 typical_threshold=options.typical_threshold if options.acceptance == "typical" else None)
         judge = (Judge(request.original, request.update, language, candidate, request.instruction)
                  if options.judged else None)
         return ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start,
                         candidate=plan.candidate.text if plan and plan.candidate else None, judge=judge,
                         cancel=cancel)
 
-    def _speculative(self, prompt, proposer, draft_length, max_new, options: ApplyOptions, stop, stats: ApplyStats,
-                     cancel: threading.Event):
-        sampling = Sampling(options.temperature, options.top_p, options.seed)
+    def context_limit(self) -> int | None:
+        return getattr(self.target.model.config, "max_position_embeddings", None)
+
+    def decode(self, prompt, proposer, draft_length, max_new, sampling: Sampling, stop, stats: DecodeStats,
+               cancel: threading.Event, typical_threshold: float | None = None) -> Iterator[list[int]]:
+        """The engine on this target, one request at a time: the blocks of tokens it emits (eos included)."""
         with self._lock:
             self.target.reset()
             self.target.interrupt = cancel.is_set
-            threshold = options.typical_threshold if options.acceptance == "typical" else None
             run = Decoding(self.target, proposer, prompt, max_new, k=draft_length, sampling=sampling,
-                           eos=self.target.eos_ids(), stop=stop, stats=stats, typical_threshold=threshold)
+                           eos=self.target.eos_ids(), stop=stop, stats=stats, typical_threshold=typical_threshold)
             try:
                 yield from run
             finally:

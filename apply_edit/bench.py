@@ -341,12 +341,8 @@ def write_chart(records: list[Record], methods: list[str], path: str | Path) -> 
     plt.close(fig)
 
 
-def run_load(channel, cases: list[EditCase], options: ApplyOptions, concurrency: int,
-             repeat: int = 1) -> tuple[list[Record], float]:
-    """Send every case `repeat` times over `concurrency` parallel streams on `channel` (service.client.connect);
-    client-side times per request."""
-    from .service.client import RemoteError, RemoteRun
-
+def run_concurrently(cases: list[EditCase], one, concurrency: int, repeat: int = 1) -> tuple[list[Record], float]:
+    """`one(case) -> Record` for every case `repeat` times over `concurrency` threads; (records, wall s)."""
     work = [case for _ in range(repeat) for case in cases]
     records: list[Record] = []
     lock = threading.Lock()
@@ -357,16 +353,9 @@ def run_load(channel, cases: list[EditCase], options: ApplyOptions, concurrency:
                 if not work:
                     return
                 case = work.pop(0)
-            run = RemoteRun(channel, request_for(case), options)
-            try:
-                text, error = run.result(), None
-            except RemoteError as exc:
-                text, error = run.text, str(exc)
-            s = run.stats
-            rec = Record(case.name, options.method, s.total_s, s.ttft_s, s.target_passes, s.new_tokens, text,
-                         text == case.expected, stats=s.to_dict(), error=error)
+            record = one(case)
             with lock:
-                records.append(rec)
+                records.append(record)
 
     start = time.perf_counter()
     threads = [threading.Thread(target=worker) for _ in range(concurrency)]
@@ -375,6 +364,25 @@ def run_load(channel, cases: list[EditCase], options: ApplyOptions, concurrency:
     for t in threads:
         t.join()
     return records, time.perf_counter() - start
+
+
+def run_load(channel, cases: list[EditCase], options: ApplyOptions, concurrency: int,
+             repeat: int = 1) -> tuple[list[Record], float]:
+    """Send every case `repeat` times over `concurrency` parallel streams on `channel` (service.client.connect);
+    client-side times per request."""
+    from .service.client import RemoteError, RemoteRun
+
+    def one(case: EditCase) -> Record:
+        run = RemoteRun(channel, request_for(case), options)
+        try:
+            text, error = run.result(), None
+        except RemoteError as exc:
+            text, error = run.text, str(exc)
+        s = run.stats
+        return Record(case.name, options.method, s.total_s, s.ttft_s, s.target_passes, s.new_tokens, text,
+                      text == case.expected, stats=s.to_dict(), error=error)
+
+    return run_concurrently(cases, one, concurrency, repeat)
 
 
 def _percentile(values: list[float], q: float) -> float:

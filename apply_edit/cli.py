@@ -178,6 +178,8 @@ def cmd_bench(args) -> int:
     cases = load_cases(args.cases_dir, [c.strip() for c in args.cases.split(",") if c.strip()] if args.cases else None)
     if args.server:
         return _load_run(args, cases, methods)
+    if args.server_http:
+        return _http_run(args, cases)
     records: list = []
     if args.resume:
         if not args.json:
@@ -211,6 +213,23 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def _http_run(args, cases) -> int:
+    from .bench import write_json
+    from .service.http_load import http_summary, run_http_load
+    from .service.security import read_token
+
+    token = read_token(args.token_file) if args.token_file else None
+    _log(f"HTTP run: {len(cases)} cases x {args.repeat} against {args.server_http}, concurrency {args.concurrency}")
+    records, _ = run_http_load(args.server_http, cases, args.concurrency, args.repeat, token)
+    for r in records:
+        print(f"{r.case:40s} {r.wall_s:8.2f}s  server {r.stats['server_total_s']:8.2f}s  "
+              f"{'yes' if r.exact else 'no ':3s} {r.path or r.error or ''}")
+    print(http_summary(records))
+    if args.json:
+        write_json(records, args.json)
+    return 1 if any(r.error for r in records) else 0
+
+
 def _load_run(args, cases, methods) -> int:
     from .bench import load_summary, run_load, write_json
 
@@ -226,30 +245,33 @@ def _load_run(args, cases, methods) -> int:
 
 
 def cmd_serve(args) -> int:
-    from .service.security import is_loopback, read_token
+    from .service.security import SecurityError, is_loopback, read_token
     from .service.server import ApplyServer
 
-    remote = not is_loopback(args.host)
-    if remote and not args.allow_remote:
-        raise CliError(f"--host {args.host} is reachable from other machines; pass --allow-remote to bind it "
-                       f"(with --token-file and --tls-cert/--tls-key), or keep the default 127.0.0.1")
     if bool(args.tls_cert) != bool(args.tls_key):
         raise CliError("TLS needs both --tls-cert and --tls-key")
     token = read_token(args.token_file) if args.token_file else None
-    if token and remote and not args.tls_cert:
-        raise CliError(f"--token-file on {args.host} without TLS would send the token in clear text; "
-                       f"add --tls-cert and --tls-key")
     if args.max_request_mb <= 0:
         raise CliError("--max-request-mb must be positive")
     _quiet_transformers()
-    server = ApplyServer(args.model, host=args.host, port=args.port, dtype=args.dtype, max_queue=args.max_queue,
-                         k=args.k, metrics_port=args.metrics_port or None,
-                         max_request_bytes=int(args.max_request_mb * (1 << 20)),
-                         tls=(args.tls_cert, args.tls_key) if args.tls_cert else None, token=token, log=_log)
+    try:
+        server = ApplyServer(args.model, host=args.host, port=args.port, dtype=args.dtype, max_queue=args.max_queue,
+                             k=args.k, metrics_port=args.metrics_port or None,
+                             max_request_bytes=int(args.max_request_mb * (1 << 20)),
+                             tls=(args.tls_cert, args.tls_key) if args.tls_cert else None, token=token, log=_log,
+                             allow_remote=args.allow_remote, http_port=args.http_port,
+                             model_names=tuple(args.served_model_name), http_timeout_s=args.http_timeout)
+    except SecurityError as exc:
+        raise CliError(str(exc))
+    remote = not is_loopback(args.host)
     port = server.start()
     server.stop_on_signals()
-    _log(f"apply-edit serving on {args.host}:{port}{' over TLS' if args.tls_cert else ''}"
+    _log(f"apply-edit serving gRPC on {args.host}:{port}{' over TLS' if args.tls_cert else ''}"
          f"{', bearer token required' if token else ''} (health NOT_SERVING until the model is loaded)")
+    if server.http_port is not None:
+        scheme = "https" if args.tls_cert else "http"
+        _log(f"OpenAI-compatible HTTP on {scheme}://{args.host}:{server.http_port}/v1 "
+             f"(models: {', '.join(server.http_model_names)})")
     if remote and not token:
         _log(f"warning: no --token-file: anyone who can reach {args.host}:{port} can use this server")
     if args.metrics_port:
@@ -329,7 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.set_defaults(func=cmd_apply)
 
-    p = sub.add_parser("serve", help="serve the ApplyEdit gRPC API (health, reflection, metrics)")
+    p = sub.add_parser("serve", help="serve the ApplyEdit gRPC API (health, reflection, metrics), and with "
+                                     "--http-port the OpenAI-compatible HTTP API")
     p.add_argument("--host", default="127.0.0.1", help="loopback only unless --allow-remote")
     p.add_argument("--allow-remote", action="store_true", help="allow a --host other machines can reach")
     p.add_argument("--port", type=int, default=50051)
@@ -341,6 +364,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     p.add_argument("--token-file", metavar="FILE",
                    help="require 'authorization: Bearer <token>' on every call but health; the token is the file's content")
+    p.add_argument("--http-port", type=int, default=None,
+                   help="also serve the OpenAI-compatible HTTP API (chat completions, Relace's /v1/code/apply) here")
+    p.add_argument("--served-model-name", action="append", default=[], metavar="NAME",
+                   help="with --http-port: another model name requests may use (repeatable; the model's own, "
+                        "'apply-edit' and 'auto' always work)")
+    p.add_argument("--http-timeout", type=float, default=None, metavar="S",
+                   help="with --http-port: answer 504 to a request still running after S seconds (default: none)")
     _add_model_args(p)
     p.set_defaults(func=cmd_serve)
 
@@ -353,6 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --json: keep the cases OUT already holds for all --methods and run only the rest")
     p.add_argument("--chart", metavar="PNG", help="write a chart of speedup over plain per case (needs matplotlib)")
     p.add_argument("--server", metavar="HOST:PORT", help="load run against a running server instead")
+    p.add_argument("--server-http", metavar="URL",
+                   help="run the cases through a running server's OpenAI-compatible HTTP API (e.g. "
+                        "http://127.0.0.1:8000/v1): outputs, and what HTTP adds per request")
     p.add_argument("--concurrency", type=int, default=4, help="with --server: parallel streams")
     p.add_argument("--repeat", type=int, default=1, help="with --server: times each case is sent")
     _add_client_args(p)

@@ -486,7 +486,7 @@ class FaultRun:
         monkeypatch.setattr(server.target, "logits", logits)
         (root / "reference").mkdir()
         target, update = copy_case(root / "reference", TINY)
-        server.servicer.applier.cost_curve()  # measured once, through logits: not part of the count below
+        server.model.applier.cost_curve()  # measured once, through logits: not part of the count below
         self.passes = 0
         assert apply_in_place(server, target, update) == 0  # what an undisturbed apply writes (greedy: always)
         self.apply_passes = self.passes  # and how many forward passes it takes (greedy: always the same)
@@ -502,8 +502,7 @@ class FaultRun:
         return target, update
 
     def settled(self) -> bool:
-        s = self.server.servicer
-        return s._in_flight == 0 and not s._model.locked() and self.server.target._cache is None
+        return self.server.model.idle() and self.server.target._cache is None
 
     def inject(self, n: int, kind: str) -> str:
         """Run fault number n; returns what happened, in a few words."""
@@ -529,9 +528,9 @@ class FaultRun:
         codes = []
         waiter = threading.Thread(target=lambda: codes.append(drain(queued)))
         waiter.start()
-        assert wait_until(lambda: self.server.servicer._in_flight == 2)
+        assert wait_until(lambda: self.server.model.in_flight == 2)
         queued.cancel()
-        assert wait_until(lambda: self.server.servicer._in_flight == 1)  # it left the queue without the model
+        assert wait_until(lambda: self.server.model.in_flight == 1)  # it left the queue without the model
         waiter.join(timeout=30)
         assert codes == [grpc.StatusCode.CANCELLED]
         running.cancel()

@@ -885,8 +885,7 @@ def test_request_handling_fuzz(fuzz_examples, fuzz_server, monkeypatch):
         run_hypothesis(max(1, min(SERVICE_CAP, fuzz_examples // SERVICE_SHARE)), service_cases(), check)
 
         # The server came through: nothing in flight, the model free, SERVING, and a normal request works.
-        servicer = fuzz_server.servicer
-        assert wait_until(lambda: servicer._in_flight == 0 and not servicer._model.locked())
+        assert wait_until(fuzz_server.model.idle)
         health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
         assert health.status == health_pb2.HealthCheckResponse.SERVING
         normal = pb.ApplyRequest(original="def f():\n    return 1\n", update="def f():\n    return 2\n",

@@ -102,7 +102,7 @@ def test_cancel_stops_decoding_and_frees_the_cache(channel, server, target):
     call = apply_call(channel, request_for(CASE), ApplyOptions(method="plain", max_new_tokens=2000))
     next(call)
     call.cancel()
-    assert wait_until(lambda: target._cache is None and not server.servicer._model.locked(), seconds=10)
+    assert wait_until(lambda: target._cache is None and server.model.idle(), seconds=10)
     after = list(apply_call(channel, request_for(CASE)))  # the server goes on serving
     assert after[-1].HasField("stats")
 
@@ -111,7 +111,7 @@ def test_deadline_stops_decoding(channel, server, target):
     with pytest.raises(grpc.RpcError) as err:
         list(apply_call(channel, request_for(CASE), ApplyOptions(method="plain", max_new_tokens=2000), timeout=1.5))
     assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    assert wait_until(lambda: target._cache is None and not server.servicer._model.locked(), seconds=10)
+    assert wait_until(lambda: target._cache is None and server.model.idle(), seconds=10)
 
 
 def test_queue_full_is_refused_with_a_retry_hint(target):
@@ -123,7 +123,7 @@ def test_queue_full_is_refused_with_a_retry_hint(target):
             next(running)  # holds the model
             queued = apply_call(ch, request_for(CASE), busy)
             threading.Thread(target=drain, args=(queued,), daemon=True).start()
-            assert wait_until(lambda: server.servicer._in_flight == 2, seconds=10)
+            assert wait_until(lambda: server.model.in_flight == 2, seconds=10)
             with pytest.raises(grpc.RpcError) as err:
                 list(apply_call(ch, request_for(CASE)))
             assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

@@ -34,6 +34,18 @@ def host_of(address: str) -> str:
     return address.rsplit(":", 1)[0] if ":" in address else address
 
 
+def check_binding(host: str, allow_remote: bool, tls: bool, token: str | None) -> None:
+    """The rules every server object enforces (not only the CLI): loopback unless allowed, and no bearer
+    token in clear text over the network."""
+    remote = not is_loopback(host)
+    if remote and not allow_remote:
+        raise SecurityError(f"host {host} is reachable from other machines; allow it explicitly (--allow-remote, "
+                            f"with a token and TLS), or keep the default 127.0.0.1")
+    if token and remote and not tls:
+        raise SecurityError(f"a bearer token on {host} without TLS would travel in clear text; add a TLS "
+                            f"certificate and key")
+
+
 def read_token(path: str | Path) -> str:
     """The token in a file (surrounding whitespace ignored): non-empty printable ASCII, as metadata needs."""
     try:

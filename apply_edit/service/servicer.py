@@ -1,20 +1,18 @@
-"""The ApplyEdit servicer: validate a request, wait for the model in a bounded queue, stream the file."""
+"""The ApplyEdit gRPC servicer: validate a request, run it on the model service (core.py), stream the file."""
 
 from __future__ import annotations
 
 import math
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 import grpc
 from google.protobuf.message import DecodeError
 
-from ..apply import METHODS, Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyStats
+from ..apply import METHODS, ApplyError, ApplyOptions, ApplyRequest, ApplyStats
 from ..decide import ApplyRefused
 from ..prompting import LANGUAGES, language_of
 from ..v1 import apply_edit_pb2 as pb
-from .metrics import Metrics, size_class
+from .core import Busy, ClientGone, ModelService, NotReady
+from .metrics import size_class
 
 SERVICE = "apply_edit.v1.ApplyEdit"
 
@@ -100,25 +98,13 @@ def stats_message(stats: ApplyStats, model_name: str) -> pb.Stats:
 
 
 class ApplyEditServicer:
-    """One model, used by one request at a time; up to `max_queue` more wait, the rest are turned away."""
+    """The gRPC face of the model service: proto in, streamed proto out, errors as gRPC status codes."""
 
-    def __init__(self, model_name: str, metrics: Metrics, max_queue: int = 8, default_k: int = ApplyOptions.k,
-                 max_request_bytes: int = 4 << 20):
-        self.model_name = model_name
-        self.metrics = metrics
-        self.max_queue = max_queue
+    def __init__(self, service: ModelService, default_k: int = ApplyOptions.k, max_request_bytes: int = 4 << 20):
+        self.service = service
+        self.metrics = service.metrics
         self.default_k = default_k
         self.max_request_bytes = max_request_bytes
-        self.applier: Applier | None = None  # set once the model is loaded
-        self._model = threading.Lock()
-        self._admit = threading.Lock()
-        self._in_flight = 0  # running + waiting
-        self._mean_s = 5.0  # running mean request time, for the retry hint
-        # The model's work for every request runs on this one thread, the gRPC worker only relays the pieces.
-        # glibc keeps freed memory in per-thread arenas: run on whichever worker, each request's peak (KV cache,
-        # prefill activations) stayed behind once per worker thread; measured, 12 requests on 12 threads of a
-        # pool took the RSS from 1.0 to 1.6 GB, on one thread it stayed at 0.92-1.03 GB.
-        self._model_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="apply-edit-model")
 
     def handler(self) -> grpc.GenericRpcHandler:
         method = grpc.unary_stream_rpc_method_handler(
@@ -141,11 +127,14 @@ class ApplyEditServicer:
             status = "FAILED_PRECONDITION"
             self.metrics.paths.labels("refused").inc()
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-        except _Refused as exc:
-            status = exc.code.name
-            context.set_trailing_metadata(exc.metadata)
-            context.abort(exc.code, exc.message)
-        except _ClientGone:
+        except NotReady as exc:
+            status = "UNAVAILABLE"
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        except Busy as exc:
+            status = "RESOURCE_EXHAUSTED"
+            context.set_trailing_metadata((("retry-after-ms", str(exc.retry_after_ms)),))
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        except ClientGone:
             status = "CANCELLED"
         except Exception as exc:  # never let one request take the server down
             status = "INTERNAL"
@@ -156,99 +145,26 @@ class ApplyEditServicer:
             self.metrics.requests.labels(status, *labels).inc()
 
     def _apply(self, msg, context, labels):
-        applier = self.applier
-        if applier is None:
-            raise _Refused(grpc.StatusCode.UNAVAILABLE, "the model is still loading; retry shortly")
-        request, options = to_apply(msg, self.model_name, self.max_request_bytes, self.default_k)
-        with self._admission():
-            self._wait_for_model(context)
-            try:
-                try:
-                    run = self._on_model(applier.stream, request, options)
-                except ApplyError as exc:
-                    raise Invalid(str(exc))
-                context.add_callback(run.cancel)  # client cancel / deadline: stop after the current verify pass
-                pieces = iter(run)
-                try:
-                    while (piece := self._on_model(next, pieces, _END)) is not _END:
-                        yield pb.ApplyResponse(text=piece, tokens=run.stats.new_tokens)
-                    if not run.cancelled:
-                        stats = run.stats
-                        yield pb.ApplyResponse(tokens=stats.new_tokens, stats=stats_message(stats, self.model_name))
-                        self._observe(stats, labels)
-                finally:
-                    self._on_model(_close, pieces, run)  # frees the request's KV cache, also when the client went away
-            finally:
-                self._model.release()
+        service = self.service
+        service.check_ready()
+        request, options = to_apply(msg, service.model_name, self.max_request_bytes, self.default_k)
+        with service.admitted():
+            with service.holding_model(context.is_active):
+                runs = []
 
-    def _on_model(self, fn, *args):
-        """fn(*args) on the model thread; its result, or its exception raised here."""
-        return self._model_thread.submit(fn, *args).result()
+                def start(applier):
+                    try:
+                        return applier.stream(request, options)
+                    except ApplyError as exc:
+                        raise Invalid(str(exc))
 
-    def _observe(self, stats: ApplyStats, labels) -> None:
-        m = self.metrics
-        m.paths.labels(stats.path or "unjudged").inc()
-        m.ttft.labels(*labels).observe(stats.ttft_s)
-        m.ttlt.labels(*labels).observe(stats.total_s)
-        m.tokens_per_pass.labels(*labels).observe(stats.tokens_per_pass)
-        if stats.drafted_tokens:
-            m.acceptance.labels(*labels).observe(stats.acceptance_rate)
-        self._mean_s = 0.8 * self._mean_s + 0.2 * stats.total_s
+                def on_run(run):
+                    runs.append(run)
+                    context.add_callback(run.cancel)  # client cancel / deadline: stop after the current pass
 
-    def _wait_for_model(self, context) -> None:
-        self.metrics.queue_depth.inc()
-        try:
-            while not self._model.acquire(timeout=0.05):
-                if not context.is_active():
-                    raise _ClientGone()
-        finally:
-            self.metrics.queue_depth.dec()
-
-    @contextmanager
-    def _admission(self):
-        """A place among the running and queued requests, or RESOURCE_EXHAUSTED with a retry hint."""
-        with self._admit:
-            if self._in_flight >= 1 + self.max_queue:
-                wait_ms = int(self._mean_s * self._in_flight * 1000)
-                raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                               f"server busy: {self._in_flight} requests running or queued; "
-                               f"retry in about {wait_ms / 1000:.0f}s", (("retry-after-ms", str(wait_ms)),))
-            self._in_flight += 1
-        try:
-            yield
-        finally:
-            with self._admit:
-                self._in_flight -= 1
-
-
-_END = object()
-
-
-def _libc_malloc_trim():
-    try:
-        import ctypes
-
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc: nothing to trim
-        return None
-
-
-_MALLOC_TRIM = _libc_malloc_trim()
-
-
-def _close(pieces, run) -> None:
-    """End a request on the model thread, and hand the memory it freed back to the system (glibc keeps freed
-    memory for reuse otherwise, so the RSS of an idle server would depend on which request came last)."""
-    pieces.close()
-    run.close()
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)  # ~10 ms
-
-
-class _Refused(Exception):
-    def __init__(self, code: grpc.StatusCode, message: str, metadata=()):
-        self.code, self.message, self.metadata = code, message, metadata
-
-
-class _ClientGone(Exception):
-    """The client went away while the request was waiting; nothing to answer."""
+                for piece in service.pieces(start, on_run):
+                    yield pb.ApplyResponse(text=piece, tokens=runs[0].stats.new_tokens)
+                run = runs[0]
+                if not run.cancelled:
+                    yield pb.ApplyResponse(tokens=run.stats.new_tokens, stats=stats_message(run.stats, service.model_name))
+                    service.observe(run.stats, labels)
