@@ -99,3 +99,23 @@ def definitions(text: str, language: str) -> list[Definition]:
 
     visit(parser.parse(text.encode("utf-8")).root_node)
     return found
+
+
+_STRINGS = {"string", "template_string", "raw_string_literal", "string_literal", "heredoc_body", "text_block"}
+
+
+def lines_inside_strings(text: str, language: str) -> set[int]:
+    """Lines wholly inside a multi-line string literal (a docstring's middle lines): indentation there is
+    prose, not structure."""
+    parser = parser_for(language)
+    if parser is None or not text.strip():
+        return set()
+    inside: set[int] = set()
+    stack = [parser.parse(text.encode("utf-8")).root_node]
+    while stack:
+        node = stack.pop()
+        if node.type in _STRINGS and node.end_point[0] > node.start_point[0] + 1:
+            inside.update(range(node.start_point[0] + 1, node.end_point[0]))
+        else:
+            stack.extend(node.children)
+    return inside

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .definitions import definitions
+from .definitions import definitions, lines_inside_strings
 
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|<!--|--|\{/\*|;)\s*(?P<body>.*?)\s*(?:\*/\}|\*/|-->)?\s*$")
 _ELLIPSIS = re.compile(r"\.{3,}|…")
@@ -221,11 +221,13 @@ def _parse_snippet(update_lines: list[str], original_keys: set[str], language: s
     hunk, previous = 0, ""
     content = [n for n, line in enumerate(update_lines) if line.strip()]
     first, last = (content[0], content[-1]) if content else (0, -1)
+    in_strings = lines_inside_strings("".join(update_lines), language) if language else set()
     for n, line in enumerate(update_lines[first:last + 1], start=first):
         key = line.strip()
         bare = key in ("...", "…") and not (language == "python" and previous.rstrip().endswith(":"))
         if key not in original_keys and (is_marker(line) or bare):
-            width = _width(line)
+            # A marker inside a docstring keeps prose, whose indentation scopes nothing.
+            width = 0 if n in in_strings else _width(line)
             reach[-1] = width if reach[-1] is None else min(reach[-1], width)
             markers.add(n)
             if lines:
@@ -565,7 +567,7 @@ def _resuming_runs(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict
     each other in the original too: the marker says the existing code resumes there, so the alignment
     must not write them as new (a new block after them had latched onto old lines further on). Their
     twin is the last such run in the original between the lines found once that the alignment matched
-    before and after them."""
+    in the hunks before and after theirs."""
     written = {op[1] for op in ops if op[0] == "ins"}
     content = [j for j, line in enumerate(orig) if line.strip()]
     text = [orig[j].strip() for j in content]
@@ -584,8 +586,10 @@ def _resuming_runs(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict
             head = run[:k]
             if not written & set(head) or all(_trivial(key) for key in keys[:k]):
                 continue
-            before = max((j for i, j in at.items() if i < head[0]), default=-1)
-            after = min((j for i, j in at.items() if i > head[-1]), default=len(orig))
+            # Only other hunks' anchors bound it: this hunk's own may be the latched ones.
+            hunk = snippet.hunk_of[start]
+            before = max((j for i, j in at.items() if i < head[0] and snippet.hunk_of[i] != hunk), default=-1)
+            after = min((j for i, j in at.items() if i > head[-1] and snippet.hunk_of[i] != hunk), default=len(orig))
             places = [s for s in range(len(text) - k + 1) if text[s:s + k] == keys[:k]
                       and before < content[s] and content[s + k - 1] < after]
             if places:
