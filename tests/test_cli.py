@@ -1,6 +1,7 @@
 """The command line: errors are one clear line, files are never half-written."""
 
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from apply_edit.cli import main
-from apply_edit.files import FileChangedError, fingerprint, write_atomic
+from apply_edit.files import FileChangedError, fingerprint, host_name, write_atomic
 
 
 def test_write_atomic_keeps_mode_and_leaves_no_temp(tmp_path):
@@ -43,6 +44,25 @@ def test_write_atomic_refuses_when_the_file_changed_meanwhile(tmp_path):
         write_atomic(f, "new\n", expect=before)
     assert f.read_text() == "someone else\n"
     assert [p.name for p in tmp_path.iterdir()] == ["a.py"]
+
+
+def test_a_writer_killed_before_its_rename_leaves_a_temp_file_the_next_write_removes(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text("old\n")
+    # A writer SIGKILLed between writing its temp file and the rename (os.replace is where it dies).
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import os, signal, sys\n"
+        "from apply_edit import files\n"
+        "files.os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "files.write_atomic(files.Path(sys.argv[1]), 'new\\n')\n"), str(f)])
+    assert writer.wait(timeout=60) == -signal.SIGKILL
+    left = [p.name for p in tmp_path.iterdir() if p.name.endswith(".apply-edit.tmp")]
+    assert len(left) == 1 and f"-{writer.pid}." in left[0] and f.read_text() == "old\n"  # it says who owns it
+    live = tmp_path / f".b.py.{host_name()}-{os.getpid()}.x1y2z3.apply-edit.tmp"  # a live writer's: kept
+    live.write_text("half")
+    write_atomic(tmp_path / "b.py", "b\n")  # the next write in that directory
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a.py", "b.py", live.name])
+    assert f.read_text() == "old\n"
 
 
 def test_write_atomic_failure_leaves_original(tmp_path, monkeypatch):

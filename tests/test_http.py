@@ -93,7 +93,8 @@ def test_streamed_chat_apply_concatenates_to_the_same_text_and_ends_with_usage(s
 
 def test_the_instructions_spelling_of_avante_is_an_apply_too(server, local_answer):
     message = tagged(CASE).replace("instruction>", "instructions>")
-    answer = client(server).chat.completions.create(model="smollm2-135m", messages=[{"role": "user", "content": message}])
+    answer = client(server).chat.completions.create(model="smollm2-135m",
+                                                     messages=[{"role": "user", "content": message}])
     assert answer.choices[0].message.content == local_answer
 
 
