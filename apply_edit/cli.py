@@ -260,7 +260,8 @@ def cmd_serve(args) -> int:
                              max_request_bytes=int(args.max_request_mb * (1 << 20)),
                              tls=(args.tls_cert, args.tls_key) if args.tls_cert else None, token=token, log=_log,
                              allow_remote=args.allow_remote, http_port=args.http_port,
-                             model_names=tuple(args.served_model_name), http_timeout_s=args.http_timeout)
+                             model_names=tuple(args.served_model_name), http_timeout_s=args.http_timeout,
+                             metrics_host=args.metrics_host)
     except SecurityError as exc:
         raise CliError(str(exc))
     remote = not is_loopback(args.host)
@@ -275,7 +276,7 @@ def cmd_serve(args) -> int:
     if remote and not token:
         _log(f"warning: no --token-file: anyone who can reach {args.host}:{port} can use this server")
     if args.metrics_port:
-        _log(f"metrics on http://{args.host}:{args.metrics_port}/metrics")
+        _log(f"metrics on http://{args.metrics_host}:{args.metrics_port}/metrics")
     server.load_model()
     _log(f"model {args.model} loaded; SERVING")
     server.wait()
@@ -358,6 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=50051)
     p.add_argument("--max-queue", type=int, default=8, help="requests that may wait for the model; more are refused")
     p.add_argument("--metrics-port", type=int, default=0, help="serve Prometheus metrics on this port (0: off)")
+    p.add_argument("--metrics-host", default="127.0.0.1",
+                   help="where the metrics port binds (no token there: loopback unless you say otherwise, "
+                        "which also needs --allow-remote)")
     p.add_argument("--max-request-mb", type=float, default=4.0,
                    help="largest original + update + instruction accepted, in MiB (default 4)")
     p.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (chain); needs --tls-key")

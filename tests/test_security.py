@@ -139,6 +139,19 @@ def test_serve_refuses_a_token_in_clear_text_over_the_network(token_file, capsys
     assert "clear text" in capsys.readouterr().err
 
 
+def test_metrics_stay_on_loopback_when_the_api_is_open_to_the_network():
+    # Metrics carry no token: with --allow-remote the API binds every interface, the metrics do not.
+    server = start(host="0.0.0.0", allow_remote=True)
+    try:
+        assert server.metrics_address[0] == "127.0.0.1"
+        assert b"apply_edit_requests" in urllib.request.urlopen(
+            f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).read()
+    finally:
+        server.stop(0)
+    with pytest.raises(SecurityError, match="allow"):
+        ApplyServer("smollm2-135m", port=0, metrics_port=free_port(), metrics_host="0.0.0.0", log=lambda *_: None)
+
+
 def test_message_limits_on_both_sides():
     server = start(max_request_bytes=10_000)
     try:

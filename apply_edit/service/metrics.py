@@ -34,5 +34,7 @@ class Metrics:
         self.queue_depth = Gauge("apply_edit_queue_depth", "Requests admitted and waiting for the model",
                                  registry=self.registry)
 
-    def serve(self, host: str, port: int) -> None:
-        start_http_server(port, addr=host, registry=self.registry)
+    def serve(self, host: str, port: int) -> tuple[str, int]:
+        """Serves /metrics on host:port (unauthenticated: keep it on loopback); the address bound."""
+        server, _ = start_http_server(port, addr=host, registry=self.registry)
+        return server.server_address[:2]

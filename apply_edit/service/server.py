@@ -38,8 +38,11 @@ class ApplyServer:
                  max_queue: int = 8, k: int = ApplyOptions.k, metrics_port: int | None = None,
                  max_request_bytes: int = 4 * MiB, grace_s: float = 30.0, tls: tuple[str, str] | None = None,
                  token: str | None = None, log=print, allow_remote: bool = False, http_port: int | None = None,
-                 model_names: tuple[str, ...] = (), http_timeout_s: float | None = None):
+                 model_names: tuple[str, ...] = (), http_timeout_s: float | None = None,
+                 metrics_host: str = "127.0.0.1"):
         check_binding(host, allow_remote, bool(tls), token)
+        check_binding(metrics_host, allow_remote, True, None)
+        self.metrics_host = metrics_host
         self.model_name, self.host, self.port, self.dtype = model, host, port, dtype
         self.metrics_port, self.grace_s, self.log = metrics_port, grace_s, log
         self.credentials = server_credentials(*tls) if tls else None
@@ -91,7 +94,8 @@ class ApplyServer:
         if self.http_port is not None:
             self.http_port = self._start_http()
         if self.metrics_port is not None:
-            self.metrics.serve(self.host, self.metrics_port)
+            # Metrics carry no token: they stay on loopback even when the API is open to the network.
+            self.metrics_address = self.metrics.serve(self.metrics_host, self.metrics_port)
         return self.port
 
     def _start_http(self) -> int:
