@@ -64,21 +64,13 @@ class StopText:
         return rest
 
 
-def _text(content) -> str:
-    """A message's content: a string, or OpenAI's content parts (the text ones, joined)."""
-    if content is None or isinstance(content, str):
-        return content or ""
-    return "".join(part.get("text", "") for part in content if part.get("type") == "text")
-
-
 def stream_chat(applier: Applier, messages: list[dict], options: ChatOptions, prediction: str = "") -> ApplyRun:
-    """Start a chat completion (the model's chat template, generation prompt added). Iterate the run for
-    the answer's text as it is verified."""
+    """Start a chat completion (the model's chat template, generation prompt added) over messages
+    `{"role", "content"}` with text content. Iterate the run for the answer's text as it is verified."""
     start = time.perf_counter()
     tokenizer = applier.tokenizer
-    chat = [{"role": m["role"], "content": _text(m.get("content"))} for m in messages]
     try:
-        prompt_text = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        prompt_text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     except Exception as exc:  # a template that refuses the roles given (e.g. two system messages)
         raise ApplyError(f"the model's chat template refused these messages: {exc}")
     prompt = tokenizer.encode(prompt_text, add_special_tokens=False)

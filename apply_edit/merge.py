@@ -542,12 +542,12 @@ def _block_ends(lines: list[str]) -> dict[int, int]:
     return ends
 
 
-def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter) -> dict[int, int]:
+def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter,
+                   original_ends: dict[int, int]) -> dict[int, int]:
     """A block the snippet opens on an original line found once and closes after a marker inside it
     closes where the original's block does: the marker stands for the rest of that block and no more
     (where the indentation cannot tell, as in a C `switch` whose `case` lines sit at its own depth)."""
     placed = {op[1]: op[2] for op in ops if op[0] == "match"}
-    original_ends = _block_ends(orig)
     found = {}
     for opener, closer in _block_ends(snippet.lines).items():
         at = placed.get(opener)
@@ -692,13 +692,15 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     pairs = _pairs(original, "".join(update_lines), snippet, language) if language and orig else []
     ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts), snippet, orig, counts)
 
+    original_ends = _block_ends(orig)
+
     def align(context: dict[int, int]) -> list[tuple]:
         return _head_tail_rewrites(_align(orig, snippet, pairs, counts, context), snippet, orig, counts)
 
     ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig),
                            lambda o: _resumed_lines(o, snippet, orig, counts),
                            lambda o: _resuming_runs(o, snippet, orig),
-                           lambda o: _closing_twins(o, snippet, orig, counts)], align)
+                           lambda o: _closing_twins(o, snippet, orig, counts, original_ends)], align)
 
     in_pair = {i for a, b, _, _, whole in pairs if whole for i in range(a, b + 1)}
     matched_by_hunk: dict[int, list[tuple[str, str]]] = {}

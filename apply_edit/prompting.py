@@ -20,6 +20,12 @@ LANGUAGES = {
     ".swift": "swift", ".php": "php", ".sh": "bash", ".css": "css", ".html": "html", ".md": "markdown",
     ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".sql": "sql",
 }
+KNOWN_LANGUAGES = frozenset(LANGUAGES.values())
+
+
+def text_bytes(*texts: str) -> int:
+    """The UTF-8 size of request texts (lone surrogates counted, not refused): what size limits measure."""
+    return sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
 
 
 def language_of(path: str | None) -> str:

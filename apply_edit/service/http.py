@@ -40,13 +40,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..apply import Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyRun
 from ..chat import ChatOptions, stream_chat
 from ..decide import ApplyRefused
-from ..prompting import LANGUAGES, language_of
+from ..prompting import KNOWN_LANGUAGES, language_of, text_bytes
 from ..regions import guess_language
 from .core import Busy, ClientGone, ModelService, NotReady
 from .metrics import size_class
-
-KNOWN_LANGUAGES = frozenset(LANGUAGES.values())
-
 
 class ContentPart(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -249,7 +246,7 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
                             "invalid_request_error", "model_not_found", "model", metric="NOT_FOUND")
 
     def check_size(*texts: str) -> None:
-        size = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+        size = text_bytes(*texts)
         if size > max_request_bytes:
             raise HttpError(413, f"request is {size} bytes of text; this server accepts at most "
                                  f"{max_request_bytes}", "invalid_request_error", "request_too_large")
@@ -416,10 +413,13 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
 
         return render_stream, render_whole
 
-    async def chat_completions(request: Request, body: ChatRequest):
+    def check_open() -> None:
         if draining():
             raise HttpError(503, "the server is shutting down; retry on another", "server_error",
                             "unavailable", metric="UNAVAILABLE")
+
+    async def chat_completions(request: Request, body: ChatRequest):
+        check_open()
         job = chat_job(body)
         render_stream, render_whole = chat_renderers(body)
         return await answer(job, request, body.stream, render_stream, render_whole)
@@ -429,9 +429,7 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
 
     @app.post("/v1/code/apply")
     async def relace_apply(request: Request, body: RelaceRequest):
-        if draining():
-            raise HttpError(503, "the server is shutting down; retry on another", "server_error",
-                            "unavailable", metric="UNAVAILABLE")
+        check_open()
         check_model(body.model)
         job = apply_job(body.initialCode, body.editSnippet, body.instruction or "", body.path, body.language,
                         ApplyOptions(k=default_k))

@@ -9,7 +9,7 @@ from google.protobuf.message import DecodeError
 
 from ..apply import METHODS, ApplyError, ApplyOptions, ApplyRequest, ApplyStats
 from ..decide import ApplyRefused
-from ..prompting import LANGUAGES, language_of
+from ..prompting import KNOWN_LANGUAGES, language_of, text_bytes
 from ..v1 import apply_edit_pb2 as pb
 from .core import Busy, ClientGone, ModelService, NotReady
 from .metrics import size_class
@@ -37,7 +37,7 @@ class Invalid(Exception):
 
 def to_apply(msg: pb.ApplyRequest, model_name: str, max_request_bytes: int, default_k: int):
     """Proto request → (ApplyRequest, ApplyOptions), or Invalid with a message that says what to fix."""
-    size = sum(len(s.encode("utf-8", "surrogatepass")) for s in (msg.original, msg.update, msg.instruction))
+    size = text_bytes(msg.original, msg.update, msg.instruction)
     if size > max_request_bytes:
         raise Invalid(f"request is {size} bytes; this server accepts at most {max_request_bytes} bytes of "
                       f"original + update + instruction")
@@ -78,9 +78,6 @@ def to_apply(msg: pb.ApplyRequest, model_name: str, max_request_bytes: int, defa
     except ApplyError as exc:
         raise Invalid(str(exc))
     return request, options
-
-
-KNOWN_LANGUAGES = frozenset(LANGUAGES.values())
 
 
 def language_label(msg: pb.ApplyRequest) -> str:
