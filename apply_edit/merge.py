@@ -270,7 +270,8 @@ def _pairs(original: str, update: str, snippet: _Snippet, language: str) -> list
         whole = d.complete and not any(d.start_line <= m <= d.end_line + 1 for m in snippet.markers)
         last = snippet.lines[index[d.end_line]]
         closed = (d.name_line in index and d.end_line > d.name_line and _trivial(last.strip())
-                  and _width(last) <= _width(snippet.lines[index[d.name_line]]))  # `}` or `end` closes it
+                  and _width(last) <= _width(snippet.lines[index[d.name_line]])  # `}` or `end` closes it
+                  and _indented_inside(snippet.lines[index[d.name_line]:index[d.end_line] + 1]))
         if whole:
             whole_spans.append((d.start_line, d.end_line))
         elif not closed:
@@ -282,6 +283,17 @@ def _pairs(original: str, update: str, snippet: _Snippet, language: str) -> list
         if all(p[2] > q[3] or (q[0] <= p[0] and p[1] <= q[1] and q[2] <= p[2] and p[3] <= q[3]) for q in kept):
             kept.append(p)
     return kept
+
+
+def _indented_inside(lines: list[str]) -> bool:
+    """Whether the lines between a definition's first and last stay deeper than its first; a line at its
+    depth may only continue it (`{` on a line of its own, `) error {`). Where a marker hides a closing
+    line, tree-sitter's error recovery can stretch a definition over the next ones; its indentation
+    still says where it ends."""
+    width = _width(lines[0])
+    return all(not line.strip() or _width(line) > width
+               or (_width(line) == width and line.strip()[0] in "{)]}" and not _closes(line.strip()))
+               for line in lines[1:-1])
 
 
 def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter) -> list[tuple]:
@@ -388,8 +400,15 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, context: 
 
     def scope(i: int) -> int | None:
         """How deep the marker in gap i keeps lines: a marker between two snippet lines stands for code
-        as deep as it is indented; one before the first or after the last line for all before or after."""
-        return snippet.reach[i] if 0 < i < m else None
+        as deep as it is indented; one before the first or after the last line for all before or after.
+        Where the line after it closes a block at that block's end in the original (a twin from
+        `_closing_twins`), the marker stands for the rest of that block, however shallow it is written."""
+        if not 0 < i < m or (reach := snippet.reach[i]) is None:
+            return None
+        after = next((t for t in range(i, m) if s_lines[t].strip()), None)
+        if after is not None and after in context and _closes(s_lines[after].strip()):
+            return min(reach, _width(s_lines[after]) + 1)
+        return reach
     first = np.full(n + 1, _NEG)
     first[0] = 0.0
     horizontal(0, first)
@@ -520,7 +539,8 @@ def _resumed_lines(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
 
 
 _STRING = re.compile(r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`(?:\\.|[^`\\])*`""")
-_LINE_COMMENT = re.compile(r"(?://|#).*$")
+# `#` followed by a name or `[` is code, not a comment: JavaScript's `#private`, Rust's `#[attr]`.
+_LINE_COMMENT = re.compile(r"(?://|#(?![\w\[])).*$")
 
 
 def _block_ends(lines: list[str]) -> dict[int, int]:
@@ -542,6 +562,24 @@ def _block_ends(lines: list[str]) -> dict[int, int]:
     return ends
 
 
+def _indented_block_ends(lines: list[str]) -> dict[int, int]:
+    """Per closing line (`}`, `)`, `]`): the line that opened its block by indentation, the nearest line
+    before it at its depth when every line between is deeper and it ends with an opening bracket. Where a
+    marker hides closers (`if (x) {` / marker / `}` closing the function), brackets pair the wrong lines."""
+    ends: dict[int, int] = {}
+    for n, line in enumerate(lines):
+        key = line.strip()
+        if not (_closes(key) and key[0] in "})]"):
+            continue
+        width = _width(line)
+        opener = next((m for m in range(n - 1, -1, -1) if lines[m].strip() and _width(lines[m]) <= width), None)
+        if opener is not None and _width(lines[opener]) == width:
+            code = _LINE_COMMENT.sub("", _STRING.sub("", lines[opener].strip())).rstrip()
+            if code and code[-1] in "{([":
+                ends.setdefault(opener, n)
+    return ends
+
+
 def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter,
                    original_ends: dict[int, int]) -> dict[int, int]:
     """A block the snippet opens on an original line found once and closes after a marker inside it
@@ -549,7 +587,8 @@ def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
     (where the indentation cannot tell, as in a C `switch` whose `case` lines sit at its own depth)."""
     placed = {op[1]: op[2] for op in ops if op[0] == "match"}
     found = {}
-    for opener, closer in _block_ends(snippet.lines).items():
+    pairs = {**_block_ends(snippet.lines), **_indented_block_ends(snippet.lines)}
+    for opener, closer in pairs.items():
         at = placed.get(opener)
         if at is None or at not in original_ends or placed.get(closer) == original_ends[at] \
                 or counts[orig[at].strip()] != 1:
