@@ -539,18 +539,31 @@ def _resumed_lines(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
 
 
 _STRING = re.compile(r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`(?:\\.|[^`\\])*`""")
-# `#` followed by a name or `[` is code, not a comment: JavaScript's `#private`, Rust's `#[attr]`.
-_LINE_COMMENT = re.compile(r"(?://|#(?![\w\[])).*$")
+_HASH_COMMENTS = {"python", "ruby", "bash", "yaml", "toml"}
 
 
-def _block_ends(lines: list[str]) -> dict[int, int]:
+def _code_of(language: str):
+    """A function from a line to its code: strings and the language's line comment taken out (`#` is
+    code in JavaScript's `#private` and in regular expressions, `//` is Python's floor division)."""
+    if language in _HASH_COMMENTS:
+        comment = re.compile(r"#.*$")
+    elif language == "php":
+        comment = re.compile(r"(?://|#).*$")
+    elif language:
+        comment = re.compile(r"//.*$")
+    else:  # unknown: `#` before a name or `[` is code (`#private`, `#[attr]`)
+        comment = re.compile(r"(?://|#(?![\w\[])).*$")
+    return lambda line: comment.sub("", _STRING.sub("", line.strip())).rstrip()
+
+
+def _block_ends(lines: list[str], code_of) -> dict[int, int]:
     """Per line that opens a bracketed block (its code ends with `{`, `(` or `[`): the line that closes
     it. Brackets in strings and trailing comments do not count; `} else {` closes one block, opens one."""
     ends: dict[int, int] = {}
     stack: list[tuple[int, int]] = []  # (opening line, depth inside its block)
     depth = 0
     for n, line in enumerate(lines):
-        code = _LINE_COMMENT.sub("", _STRING.sub("", line.strip())).rstrip()
+        code = code_of(line)
         low = depth
         for ch in code:
             depth += 1 if ch in "{([" else -1 if ch in "})]" else 0
@@ -562,7 +575,7 @@ def _block_ends(lines: list[str]) -> dict[int, int]:
     return ends
 
 
-def _indented_block_ends(lines: list[str]) -> dict[int, int]:
+def _indented_block_ends(lines: list[str], code_of) -> dict[int, int]:
     """Per closing line (`}`, `)`, `]`): the line that opened its block by indentation, the nearest line
     before it at its depth when every line between is deeper and it ends with an opening bracket. Where a
     marker hides closers (`if (x) {` / marker / `}` closing the function), brackets pair the wrong lines."""
@@ -574,28 +587,29 @@ def _indented_block_ends(lines: list[str]) -> dict[int, int]:
         width = _width(line)
         opener = next((m for m in range(n - 1, -1, -1) if lines[m].strip() and _width(lines[m]) <= width), None)
         if opener is not None and _width(lines[opener]) == width:
-            code = _LINE_COMMENT.sub("", _STRING.sub("", lines[opener].strip())).rstrip()
+            code = code_of(lines[opener])
             if code and code[-1] in "{([":
                 ends.setdefault(opener, n)
     return ends
 
 
 def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter,
-                   original_ends: dict[int, int]) -> dict[int, int]:
-    """A block the snippet opens on an original line found once and closes after a marker inside it
-    closes where the original's block does: the marker stands for the rest of that block and no more
-    (where the indentation cannot tell, as in a C `switch` whose `case` lines sit at its own depth)."""
+                   original_ends: dict[int, int], code_of) -> dict[int, int]:
+    """A block the snippet opens on an original line found once closes where the original's block does.
+    With a marker inside, the marker stands for the rest of that block and no more (where the
+    indentation cannot tell, as in a C `switch` whose `case` lines sit at its own depth); shown whole,
+    it replaces that block, however many old lines that deletes (a trailing marker would otherwise keep
+    them and the snippet's closing lines be written twice)."""
     placed = {op[1]: op[2] for op in ops if op[0] == "match"}
     found = {}
-    pairs = {**_block_ends(snippet.lines), **_indented_block_ends(snippet.lines)}
+    pairs = {**_block_ends(snippet.lines, code_of), **_indented_block_ends(snippet.lines, code_of)}
     for opener, closer in pairs.items():
         at = placed.get(opener)
         if at is None or at not in original_ends or placed.get(closer) == original_ends[at] \
                 or counts[orig[at].strip()] != 1:
             continue
         # A marker may hide openers, so brackets alone do not pair lines: the closer sits at its opener's depth.
-        if any(snippet.reach[g] is not None for g in range(opener + 1, closer + 1)) \
-                and _width(snippet.lines[closer]) == _width(snippet.lines[opener]) \
+        if _width(snippet.lines[closer]) == _width(snippet.lines[opener]) \
                 and snippet.lines[closer].strip() == orig[original_ends[at]].strip():
             found[closer] = original_ends[at]
     return found
@@ -731,7 +745,8 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     pairs = _pairs(original, "".join(update_lines), snippet, language) if language and orig else []
     ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts), snippet, orig, counts)
 
-    original_ends = _block_ends(orig)
+    code_of = _code_of(language)
+    original_ends = _block_ends(orig, code_of)
 
     def align(context: dict[int, int]) -> list[tuple]:
         return _head_tail_rewrites(_align(orig, snippet, pairs, counts, context), snippet, orig, counts)
@@ -739,7 +754,7 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig),
                            lambda o: _resumed_lines(o, snippet, orig, counts),
                            lambda o: _resuming_runs(o, snippet, orig),
-                           lambda o: _closing_twins(o, snippet, orig, counts, original_ends)], align)
+                           lambda o: _closing_twins(o, snippet, orig, counts, original_ends, code_of)], align)
 
     in_pair = {i for a, b, _, _, whole in pairs if whole for i in range(a, b + 1)}
     matched_by_hunk: dict[int, list[tuple[str, str]]] = {}

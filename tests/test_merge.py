@@ -164,6 +164,38 @@ def test_a_private_name_is_code_not_a_comment():
     assert merge(js, update, "javascript").text == js.replace("> 1", "> 2")
 
 
+def test_a_block_shown_whole_replaces_the_original_block_however_much_that_deletes():
+    # Inserting its closing lines and letting the trailing marker keep the old body would be cheaper
+    # in the scores, and write `return out;` twice.
+    ts = ("export const merge = (a, b) => {\n\tconst out = {};\n\tif (a.x !== undefined) {\n\t\tout.x = a.x;\n\t}\n\n"
+          "\tif (b.signals.length > 0) {\n\t\tif (b.signals.length === 1) {\n\t\t\tout.signal = b.signals[0];\n"
+          "\t\t} else if (supported) {\n\t\t\tout.signal = AbortSignal.any(b.signals);\n\t\t} else {\n"
+          "\t\t\t// the old fallback: the last signal\n\t\t\t// (kept for old runtimes)\n"
+          "\t\t\t// This can be removed when the `supported` check is.\n\t\t\tlog(\"fallback\");\n\t\t\tcount += 1;\n"
+          "\t\t\tout.signal = b.signals.at(-1);\n"
+          "\t\t}\n\t}\n\n\treturn out;\n};\n\nexport const other = () => 1;\n")
+    update = ("// ... existing code ...\n\tif (a.x !== undefined) {\n\t\tout.x = a.x;\n\t}\n\n\tif (b.signals.length > 0) {\n"
+              "\t\tout.signal = b.signals.length === 1 ? b.signals[0] : AbortSignal.any(b.signals);\n\t}\n\n\treturn out;\n};\n\n"
+              "// ... existing code ...\n")
+    start, end = ts.index("\t\tif (b.signals.length === 1)"), ts.index("\t}\n\n\treturn out;")
+    want = ts[:start] + "\t\tout.signal = b.signals.length === 1 ? b.signals[0] : AbortSignal.any(b.signals);\n" + ts[end:]
+    assert merge(ts, update, "typescript").text == want
+
+
+def test_a_hash_in_javascript_is_code_not_a_comment():
+    # The regular expression `/^#|^$/` closes two brackets after its `#`: read as a comment, they would
+    # leave the method open and its block end far away.
+    js = ("class W {\n  onRead (data, then) {\n    const rules = data.split(/\\r?\\n/)\n      .filter(line => !/^#|^$/.test(line.trim()))\n"
+          "      .map(rule => rule.trim())\n    this.rules = rules\n    then()\n  }\n\n  start () {\n    this.emit('start')\n"
+          "    return this\n  }\n}\n")
+    update = ("  onRead (data, then) {\n    if (data.charCodeAt(0) === 0xFEFF) {\n      data = data.slice(1)\n    }\n"
+              "    const rules = data.split(/\\r?\\n/)\n      .filter(line => !/^#|^$/.test(line.trim()))\n"
+              "      .map(rule => rule.trim())\n    this.rules = rules\n    then()\n  }\n")
+    guard = "    if (data.charCodeAt(0) === 0xFEFF) {\n      data = data.slice(1)\n    }\n"
+    want = js.replace("  onRead (data, then) {\n", "  onRead (data, then) {\n" + guard)
+    assert merge(js, update, "javascript").text == want
+
+
 def test_a_marker_inside_a_docstring_scopes_nothing():
     # Its indentation is prose: the docstring's closing quotes land where the docstring ends, not on the
     # first less indented line of prose (`Raises:`).
@@ -181,7 +213,7 @@ def test_new_code_between_two_markers_is_not_confident():
 
 
 def test_candidate_is_the_expected_file_on_most_fixtures():
-    # A floor, not a goal: 120 of the 125 fixtures merge exactly today (README, "Apply accuracy").
+    # A floor, not a goal: 121 of the 125 fixtures merge exactly today (README, "Apply accuracy").
     cases = load_cases(FIXTURES)
     exact = [c.name for c in cases if merge(c.original, c.update, c.language).text == c.expected]
     assert len(exact) >= 0.8 * len(cases), exact
