@@ -390,13 +390,19 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, context: 
                 score[i, :start] = _NEG
                 score[i, stop + 1:] = _NEG
 
+    attached = _attached_lines(snippet, o_keys)
     closing, opening = _closing_lines(snippet), _opening_lines(snippet)
     # Gaps with a marker right after a closing line (`}`, `end`): that line's width.
     closed_at = {i: _width(s_lines[i - 1]) for i in range(1, m + 1)
                  if snippet.reach[i] is not None and _closes(s_lines[i - 1].strip())}
     next_width = np.full(n + 1, -1, dtype=np.int64)  # per column: the width of the next non-blank line
+    next_closes = np.zeros(n + 1, dtype=bool)  # per column: whether that line only closes a block
     for j in range(n - 1, -1, -1):
         next_width[j] = next_width[j + 1] if o_blank[j] else o_width[j]
+        next_closes[j] = next_closes[j + 1] if o_blank[j] else _closes(o_keys[j])
+    # The first line of each hunk after a marker: where the marker stops keeping old code.
+    resumes = {t for g in range(1, m) if snippet.reach[g] is not None
+               for t in [next((t for t in range(g, m) if s_lines[t].strip()), None)] if t is not None}
 
     def scope(i: int) -> int | None:
         """How deep the marker in gap i keeps lines: a marker between two snippet lines stands for code
@@ -436,6 +442,8 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, context: 
             for j in set(by_start.get(key[:4], [])) | set(by_start.get("\0" + key[-4:], [])):
                 if gain[j] == _NEG and _similar(key, o_keys[j]):
                     gain[j], edited[j] = EDITED, True
+        if (decorated := attached.get(i - 1)) is not None:
+            gain = np.where(decorated, gain, _NEG)
         if (twin := context.get(i - 1)) is not None:
             gain = np.where(cols[:-1] == twin, gain, _NEG)
         diag = np.concatenate(([_NEG], prev[:-1] + gain))
@@ -445,6 +453,11 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, context: 
             ends = ~o_blank & (o_width < reach)
             cand = np.where(np.concatenate((ends, [True])), cand, cand - OUT_OF_SCOPE)
             diag = np.where(np.concatenate(([False], ends)), diag, diag - OUT_OF_SCOPE)
+        if i - 1 in resumes and not _closes(key):
+            # New code after a marker starts where a block at its depth may: a marker does not stop in
+            # the middle of a deeper block (before its lines, or before the closing line at this depth).
+            width = _width(line)
+            cand = cand - np.where((next_width > width) | ((next_width == width) & next_closes), CROSS, 0.0)
         if opening[i - 1]:
             cand = cand - OUT_OF_SCOPE  # a marker inside a body stands for existing code: the body exists
         better = diag >= cand
@@ -518,12 +531,13 @@ def _resumed_lines(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
     marker says the existing code resumes at that line, so it is context. Its twin is the last instance
     the marker keeps just before it (deleting the old lines after the twin was costlier in the scores
     than a duplicate), or its one instance in the original where the alignment deletes that (new code
-    after it latched onto copies of old lines and pushed it aside). Elsewhere a line written as new and
-    deleted from its place may be moved on purpose (imports put in order)."""
+    after it latched onto copies of old lines and pushed it aside, whether or not the marker kept any).
+    Elsewhere a line written as new and deleted from its place may be moved on purpose (imports put in
+    order)."""
     deleted = {orig[op[1]].strip(): op[1] for op in ops if op[0] == "del"}
     found = {}
     for n, op in enumerate(ops):
-        if op[0] != "ins" or snippet.reach[op[1]] is None or n == 0 or ops[n - 1][0] != "keep":
+        if op[0] != "ins" or snippet.reach[op[1]] is None or n == 0:
             continue
         key = snippet.lines[op[1]].strip()
         if _trivial(key):
@@ -682,6 +696,31 @@ def _names_the_end(snippet: list[str], original: list[str]) -> bool:
         return True
     run = original[:k]
     return not any(original[s:s + k] == run for s in range(1, len(original) - k + 1))
+
+
+_ATTRIBUTE = re.compile(r"^(@[\w.]+(\(.*\))?|#!?\[.*\])$")  # `@decorator(...)`, `@Override`, `#[test]`
+
+
+def _attached_lines(snippet: _Snippet, o_keys: list[str]) -> dict[int, np.ndarray]:
+    """Per snippet line that is a decorator or attribute with the line it decorates right after it: the
+    original lines it may match, those followed by that line (or an edit of it). An attribute goes with
+    its definition: `#[test]` above a new test is new, not the last old test's `#[test]`."""
+    following = [None] * len(o_keys)  # per original line: the next non-blank line after it
+    after = None
+    for j in range(len(o_keys) - 1, -1, -1):
+        following[j] = after
+        if o_keys[j]:
+            after = o_keys[j]
+    found = {}
+    for i, line in enumerate(snippet.lines):
+        if not _ATTRIBUTE.match(line.strip()):
+            continue
+        nxt = next((t for t in range(i + 1, len(snippet.lines)) if snippet.lines[t].strip()), None)
+        if nxt is None or any(snippet.reach[g] is not None for g in range(i + 1, nxt + 1)):
+            continue  # a marker between: what it decorates is not shown
+        key = snippet.lines[nxt].strip()
+        found[i] = np.array([f is not None and (f == key or _similar(f, key)) for f in following], dtype=bool)
+    return found
 
 
 def _closing_lines(snippet: _Snippet) -> list[int | None]:
