@@ -8,7 +8,7 @@ the old body the snippet no longer has.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .regions import parser_for
 
@@ -99,6 +99,26 @@ def definitions(text: str, language: str) -> list[Definition]:
 
     visit(parser.parse(text.encode("utf-8")).root_node)
     return found
+
+
+def snippet_definitions(text: str, language: str, cuts: list[int]) -> list[Definition]:
+    """The definitions of a lazy snippet. Where a marker hides closing lines, the snippet parses with
+    errors and tree-sitter's recovery can lose every definition after them; so each piece between the
+    lines in `cuts` (its top-level markers) is parsed alone too, and fills in what the whole parse lost
+    or found only broken."""
+    found = definitions(text, language)
+    parser = parser_for(language)
+    if parser is None or not cuts or not parser.parse(text.encode("utf-8")).root_node.has_error:
+        return found
+    lines = text.split("\n")
+    bounds = [-1, *sorted(cuts), len(lines)]
+    whole = {(d.kind, d.name) for d in found if d.complete}
+    pieces = [replace(d, start_line=d.start_line + a + 1, end_line=d.end_line + a + 1, name_line=d.name_line + a + 1)
+              for a, b in zip(bounds, bounds[1:]) for d in definitions("\n".join(lines[a + 1:b]), language)
+              if (d.kind, d.name) not in whole]
+    replaced = {(d.kind, d.name) for d in pieces}
+    kept = [d for d in found if (d.kind, d.name) not in replaced]
+    return sorted(kept + pieces, key=lambda d: (d.start_line, -d.end_line))
 
 
 _STRINGS = {"string", "template_string", "raw_string_literal", "string_literal", "heredoc_body", "text_block"}

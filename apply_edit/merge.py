@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .definitions import definitions, lines_inside_strings
+from .definitions import definitions, lines_inside_strings, snippet_definitions
 
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|<!--|--|\{/\*|;)\s*(?P<body>.*?)\s*(?:\*/\}|\*/|-->)?\s*$")
 _ELLIPSIS = re.compile(r"\.{3,}|…")
@@ -247,7 +247,9 @@ def _pairs(original: str, update: str, snippet: _Snippet, language: str) -> list
     that have exactly one namesake of their kind in the original and in the snippet: those shown whole
     (no marker inside: `whole`), and those shown with markers inside but with their closing line
     (`}`, `end`), whose first and last lines are the original's first and last."""
-    in_snippet = definitions(update, language)
+    update_lines = split_lines(update)
+    top_level = [n for n in snippet.markers if not _width(update_lines[n])]
+    in_snippet = snippet_definitions(update, language, top_level)
     if not in_snippet:
         return []
     in_original = definitions(original, language)
