@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from apply_edit.apply import ApplyRequest
 from apply_edit.cli import main
 from apply_edit.files import FileChangedError, fingerprint, host_name, write_atomic
 
@@ -96,6 +97,33 @@ def test_bad_input_is_one_clear_line(argv, message, capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("apply-edit: error:") and message in err[0]
+
+
+def test_the_default_server_deadline_grows_with_the_request_and_0_means_none(tmp_path, monkeypatch):
+    from apply_edit.cases import load_case
+    from apply_edit.service import client
+
+    sizes = [client.default_deadline_s(ApplyRequest("x = 1\n" * n, "x = 2\n")) for n in (0, 1, 100, 10_000)]
+    assert 60 < sizes[0] < 61 and sizes == sorted(set(sizes))  # a minute at least, more for every byte
+    slowest = load_case(Path(__file__).parent.parent / "fixtures" / "c_real_zlib_zran_check_realloc_fseeko")
+    assert client.default_deadline_s(ApplyRequest(slowest.original, slowest.update)) > 2 * 1124  # its measured wall
+
+    deadlines = []
+
+    class Run:  # in place of RemoteRun: notes the deadline it was given, then fails as a server could
+        def __init__(self, channel, request, options, timeout=None):
+            deadlines.append(timeout)
+
+        def __iter__(self):
+            raise client.RemoteError("UNAVAILABLE: test")
+
+    monkeypatch.setattr(client, "RemoteRun", Run)
+    monkeypatch.setattr(client, "connect", lambda *args, **kw: None)
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\n")
+    for extra in ([], ["--timeout", "0"], ["--timeout", "7.5"]):
+        assert main(["apply", str(f), "--update", str(f), "--server", "127.0.0.1:1", *extra]) == 1
+    assert deadlines == [client.default_deadline_s(ApplyRequest("x = 1\n", "x = 1\n")), None, 7.5]
 
 
 def test_non_utf8_file_is_refused(tmp_path, capsys):

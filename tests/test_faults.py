@@ -197,14 +197,54 @@ def test_server_killed_mid_rewrite_leaves_the_file_whole(tmp_path):
     assert streamed > 0 and rc == 1, cli_run.text()
     assert target.read_bytes() == before
     assert sorted(p.name for p in work.iterdir()) == [target.name]  # no temp file either
-    # On a terminal stderr holds the progress bar (redrawn in place with \r) and then the reason, one line.
-    lines = [line for line in cli_run.text().replace("\r\n", "\n").split("\n") if line.strip()]
-    reasons = [line for line in lines if not line.lstrip("\r").startswith("[")]
-    assert len(reasons) == 1, cli_run.text()
-    assert reasons[0].startswith("apply-edit: error: server ") and "unchanged" in reasons[0], reasons[0]
-    assert "UNAVAILABLE" in reasons[0]
-    print(f"\nafter {streamed} tokens streamed, the server killed: {reasons[0]}")
+    reason = the_reason(cli_run.text())
+    assert reason.startswith("apply-edit: error: server ") and "unchanged" in reason, reason
+    assert "UNAVAILABLE" in reason
+    print(f"\nafter {streamed} tokens streamed, the server killed: {reason}")
     assert (tmp_path / "stdout").read_bytes() == b""  # no diff: nothing was written
+
+
+def the_reason(text: str) -> str:
+    """The one line besides the progress bar (redrawn in place with \\r) on a failed in-place apply's terminal."""
+    lines = [line for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
+    reasons = [line for line in lines if not line.lstrip("\r").startswith("[")]
+    assert len(reasons) == 1, text
+    return reasons[0]
+
+
+def test_a_stopped_server_is_noticed_and_the_file_left_whole(tmp_path):
+    """A server that is alive but does not answer (SIGSTOP: its kernel still ACKs TCP) must not hang the CLI
+    mid-stream: a keepalive ping goes unanswered (here every 2 s; by default 20 s, then 10 s for the answer)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    target, update = copy_case(work)
+    before = target.read_bytes()
+    server = ServerProcess(tmp_path)
+    try:
+        cli_run = TtyStderr([EXE, "apply", str(target), "--update", str(update), "-i", "--force",
+                             "--server", server.address, "--method", LONG.method,
+                             "--max-new-tokens", str(LONG.max_new_tokens)],
+                            stdout=subprocess.DEVNULL, env={**os.environ, "APPLY_EDIT_KEEPALIVE_S": "2"})
+        try:
+            assert wait_until(lambda: progress_tokens(cli_run.text()) > 0 or cli_run.proc.poll() is not None,
+                              seconds=240), cli_run.text()
+            assert cli_run.proc.poll() is None, f"the apply ended before the stop: {cli_run.text()}"
+            os.kill(server.proc.pid, signal.SIGSTOP)
+            stopped = time.perf_counter()
+            rc = cli_run.finish(timeout=30)  # before keepalive: it waited forever
+            waited = time.perf_counter() - stopped
+        finally:
+            if cli_run.proc.poll() is None:
+                cli_run.proc.kill()
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+        server.stop()
+    reason = the_reason(cli_run.text())
+    print(f"\nthe server stopped; the CLI ended {waited:.1f}s later: {reason}")
+    assert rc == 1 and reason.startswith("apply-edit: error: server ") and "unchanged" in reason, reason
+    assert "UNAVAILABLE" in reason and "no answer to keepalive pings" in reason, reason
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in work.iterdir()) == [target.name]  # no temp file either
 
 
 # -- 2. abandoned requests stop within about a verify pass, and the memory comes back --------------------------

@@ -25,6 +25,7 @@ from grpc_reflection.v1alpha import reflection
 
 from ..apply import Applier, ApplyOptions
 from ..models.transformers_target import TransformersTarget, set_threads
+from .client import keepalive_options
 from .core import ModelService
 from .metrics import Metrics
 from .security import BearerTokenAuth, check_binding, server_credentials
@@ -59,7 +60,7 @@ class ApplyServer:
         interceptors = [BearerTokenAuth(token, on_denied=denied)] if token else []
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_queue + 5), interceptors=interceptors,
                                   options=[("grpc.max_receive_message_length", limit),
-                                           ("grpc.max_send_message_length", limit)])
+                                           ("grpc.max_send_message_length", limit), *keepalive_options()])
         self.server.add_generic_rpc_handlers((self.servicer.handler(),))
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         names = (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
