@@ -320,8 +320,8 @@ def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet, orig: list[str], co
     return ops
 
 
-def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, context: dict[int, int] | None = None
-           ) -> list[tuple]:
+def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached: dict[int, np.ndarray],
+           context: dict[int, int] | None = None) -> list[tuple]:
     """The best-scoring alignment as ops in order: ("keep", j) ("del", j) ("match", i, j) ("edit", i, j)
     ("ins", i); "keep" ops carry a third item, True where the kept line is outside the marker's scope.
     `context`: snippet line -> the original line it must match (writing it as new costs DUPLICATE)."""
@@ -392,7 +392,6 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, context: 
                 score[i, :start] = _NEG
                 score[i, stop + 1:] = _NEG
 
-    attached = _attached_lines(snippet, o_keys)
     closing, opening = _closing_lines(snippet), _opening_lines(snippet)
     # Gaps with a marker right after a closing line (`}`, `end`): that line's width.
     closed_at = {i: _width(s_lines[i - 1]) for i in range(1, m + 1)
@@ -701,27 +700,57 @@ def _names_the_end(snippet: list[str], original: list[str]) -> bool:
 
 
 _ATTRIBUTE = re.compile(r"^(@[\w.]+(\(.*\))?|#!?\[.*\])$")  # `@decorator(...)`, `@Override`, `#[test]`
+_SLASH_COMMENT = re.compile(r"^(//|/\*|\*(\s|/|$))")  # `// x`, `/** x`, ` * x`, ` */`; not `*p = 0;`
 
 
-def _attached_lines(snippet: _Snippet, o_keys: list[str]) -> dict[int, np.ndarray]:
-    """Per snippet line that is a decorator or attribute with the line it decorates right after it: the
-    original lines it may match, those followed by that line (or an edit of it). An attribute goes with
-    its definition: `#[test]` above a new test is new, not the last old test's `#[test]`."""
-    following = [None] * len(o_keys)  # per original line: the next non-blank line after it
-    after = None
-    for j in range(len(o_keys) - 1, -1, -1):
-        following[j] = after
-        if o_keys[j]:
-            after = o_keys[j]
+def _comment_line(language: str):
+    """A predicate: whether a stripped line is only a comment, in this language."""
+    hash_comments = language in _HASH_COMMENTS or not language
+    slash_comments = language not in _HASH_COMMENTS
+    return lambda key: bool(slash_comments and _SLASH_COMMENT.match(key) or (
+        hash_comments and key.startswith("#") and not _ATTRIBUTE.match(key)))
+
+
+def _attached_lines(snippet: _Snippet, o_keys: list[str], counts: Counter, language: str) -> dict[int, np.ndarray]:
+    """Per snippet line that belongs to the code after it, shown right after it: the original lines it
+    may match, those followed by that code (or an edit of it). A decorator or attribute goes with its
+    definition (`#[test]` above a new test is new, not the last old test's); so does a block of comments
+    with no line found once in the original (`///`, `/// # Example` above a new method are the new
+    method's, not the next old one's doc); and a comment line with nothing in it (`#`, `/**`) goes with
+    the line after it. Comments and attributes in between are skipped on both sides."""
+    comment = _comment_line(language)
+
+    def attaches(key: str) -> bool:
+        return bool(_ATTRIBUTE.match(key)) or comment(key)
+
+    def followed_by(skip) -> list[str | None]:  # per original line: the next line after it not skipped
+        out, after = [None] * len(o_keys), None
+        for j in range(len(o_keys) - 1, -1, -1):
+            out[j] = after
+            if o_keys[j] and not skip(o_keys[j]):
+                after = o_keys[j]
+        return out
+
+    next_code, next_line = followed_by(attaches), followed_by(lambda key: False)
+    lines = snippet.lines
     found = {}
-    for i, line in enumerate(snippet.lines):
-        if not _ATTRIBUTE.match(line.strip()):
+    for i, line in enumerate(lines):
+        key = line.strip()
+        if not attaches(key):
             continue
-        nxt = next((t for t in range(i + 1, len(snippet.lines)) if snippet.lines[t].strip()), None)
-        if nxt is None or any(snippet.reach[g] is not None for g in range(i + 1, nxt + 1)):
-            continue  # a marker between: what it decorates is not shown
-        key = snippet.lines[nxt].strip()
-        found[i] = np.array([f is not None and (f == key or _similar(f, key)) for f in following], dtype=bool)
+        code = next((t for t in range(i + 1, len(lines)) if lines[t].strip() and not attaches(lines[t].strip())), None)
+        if code is None or any(snippet.reach[g] is not None for g in range(i + 1, code + 1)):
+            continue  # a marker between: what it belongs to is not shown
+        first = next(t for t in range(i, -1, -1) if t == 0 or snippet.reach[t] is not None
+                     or (lines[t - 1].strip() and not attaches(lines[t - 1].strip())))
+        placed = any(counts[lines[t].strip()] == 1 for t in range(first, code) if comment(lines[t].strip()))
+        if _ATTRIBUTE.match(key) or not placed:
+            target, following = lines[code].strip(), next_code
+        elif _trivial(key):
+            target, following = next(lines[t].strip() for t in range(i + 1, code + 1) if lines[t].strip()), next_line
+        else:
+            continue  # a comment of its own, in a block a line found once places
+        found[i] = np.array([f is not None and (f == target or _similar(f, target)) for f in following], dtype=bool)
     return found
 
 
@@ -784,13 +813,14 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     counts = Counter(line.strip() for line in orig)
     snippet = _parse_snippet(update_lines, set(counts), language)
     pairs = _pairs(original, "".join(update_lines), snippet, language) if language and orig else []
-    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts), snippet, orig, counts)
+    attached = _attached_lines(snippet, [line.strip() for line in orig], counts, language)
+    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached), snippet, orig, counts)
 
     code_of = _code_of(language)
     original_ends = _block_ends(orig, code_of)
 
     def align(context: dict[int, int]) -> list[tuple]:
-        return _head_tail_rewrites(_align(orig, snippet, pairs, counts, context), snippet, orig, counts)
+        return _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, context), snippet, orig, counts)
 
     ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig),
                            lambda o: _resumed_lines(o, snippet, orig, counts),

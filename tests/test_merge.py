@@ -238,6 +238,31 @@ def test_definitions_a_broken_snippet_parse_loses_are_found_piece_by_piece():
     assert found == [("Menu", 0, 8, False), ("OpenIcon", 12, 18, False), ("HelpIcon", 20, 22, True)]
 
 
+def test_a_new_methods_doc_comment_is_its_own_not_the_next_old_methods():
+    # Every line of it but the first is found in the next method's doc too: the block goes with the
+    # code it is shown above, not with the old doc it resembles.
+    doc = "    /// {what}\n    ///\n    /// # Example\n    ///\n    /// ```\n    /// let mut ext = Extensions::new();\n    /// ```\n"
+    rs = ("impl Extensions {\n" + doc.format(what="Get a value.") + "    pub fn get(&self) -> Option<&i32> {\n        self.map.get()\n    }\n\n"
+          + doc.format(what="Remove a value.") + "    pub fn remove(&mut self) -> Option<i32> {\n        self.map.remove()\n    }\n}\n")
+    update = ("impl Extensions {\n    // ... existing code ...\n    pub fn get(&self) -> Option<&i32> {\n        self.map.get()\n    }\n\n"
+              + doc.format(what="Get a value, inserting one first.") + "    pub fn get_or_insert(&mut self, v: i32) -> &mut i32 {\n"
+              "        self.map.get_or_insert(v)\n    }\n\n    // ... existing code ...\n}\n")
+    added = doc.format(what="Get a value, inserting one first.") + "    pub fn get_or_insert(&mut self, v: i32) -> &mut i32 {\n        self.map.get_or_insert(v)\n    }\n\n"
+    want = rs.replace("    /// Remove a value.", added + "    /// Remove a value.")
+    assert merge(rs, update, "rust").text == want
+
+
+def test_an_empty_comment_line_goes_with_the_line_after_it():
+    # The lone `#` opening a new method's comment is not the next old method's `#`.
+    rb = ("module Observable\n  #\n  # Count them.\n  #\n  def count\n    @peers.size\n  end\n\n  #\n  # Mark it changed.\n  #\n"
+          "  def changed(state = true)\n    @state = state\n  end\nend\n")
+    update = ("module Observable\n  # ...\n\n  def count\n    @peers.size\n  end\n\n  #\n  # Whether it has this observer.\n  #\n"
+              "  def observer?(o)\n    @peers.key?(o)\n  end\n\n  # ...\nend\n")
+    added = "  #\n  # Whether it has this observer.\n  #\n  def observer?(o)\n    @peers.key?(o)\n  end\n\n"
+    want = rb.replace("  #\n  # Mark", added + "  #\n  # Mark")
+    assert merge(rb, update, "ruby").text == want
+
+
 def test_a_marker_inside_a_docstring_scopes_nothing():
     # Its indentation is prose: the docstring's closing quotes land where the docstring ends, not on the
     # first less indented line of prose (`Raises:`).
