@@ -402,7 +402,7 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
         next_width[j] = next_width[j + 1] if o_blank[j] else o_width[j]
         next_closes[j] = next_closes[j + 1] if o_blank[j] else _closes(o_keys[j])
     # The first line of each hunk after a marker: where the marker stops keeping old code.
-    resumes = {t for g in range(1, m) if snippet.reach[g] is not None
+    resumes = {t for g in range(m) if snippet.reach[g] is not None
                for t in [next((t for t in range(g, m) if s_lines[t].strip()), None)] if t is not None}
 
     def scope(i: int) -> int | None:

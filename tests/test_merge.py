@@ -263,6 +263,20 @@ def test_an_empty_comment_line_goes_with_the_line_after_it():
     assert merge(rb, update, "ruby").text == want
 
 
+def test_new_code_after_a_leading_marker_starts_after_the_block_it_follows():
+    # The new function's `}` is not the old one's: the old function keeps its closing line.
+    ts = ("export const parse = (cookie: string): Record<string, string> => {\n  const parsed: Record<string, string> = {}\n"
+          "  for (const part of cookie.split(';')) {\n    const [k, v] = part.split('=')\n    parsed[k.trim()] = v\n  }\n"
+          "  return parsed\n}\n\nconst serialize = (name: string, value: string): string => {\n  return `${name}=${value}`\n}\n")
+    update = ("// ... existing code ...\n\n// values must not contain semicolons\nconst assertValid = (value: string): void => {\n"
+              "  if (value.includes(';')) {\n    throw new Error('invalid value')\n  }\n}\n\n"
+              "const serialize = (name: string, value: string): string => {\n  assertValid(value)\n  return `${name}=${value}`\n}\n")
+    added = ("// values must not contain semicolons\nconst assertValid = (value: string): void => {\n"
+             "  if (value.includes(';')) {\n    throw new Error('invalid value')\n  }\n}\n\n")
+    want = ts.replace("const serialize", added + "const serialize").replace("  return `${name}", "  assertValid(value)\n  return `${name}")
+    assert merge(ts, update, "typescript").text == want
+
+
 def test_a_marker_inside_a_docstring_scopes_nothing():
     # Its indentation is prose: the docstring's closing quotes land where the docstring ends, not on the
     # first less indented line of prose (`Raises:`).
