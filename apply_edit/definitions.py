@@ -75,6 +75,24 @@ def _name(node) -> str | None:
     return f"{_text(receiver)} {_text(name)}" if receiver is not None else _text(name)
 
 
+# Children a declaration starts with that come before the declaration itself (Java's annotations sit
+# in its `modifiers`, TypeScript's decorators in the class).
+_PREFIXES = {"modifiers", "decorator", "annotation", "marker_annotation", "comment", "line_comment", "block_comment"}
+
+
+def _name_line(node) -> int:
+    """The line where the declaration itself starts, after its decorators and annotations (Java keeps
+    those in `modifiers` with `public final`, which do start the declaration)."""
+    for child in node.children:
+        if child.type == "modifiers":
+            keyword = next((c for c in child.children if c.type not in _PREFIXES), None)
+            if keyword is not None:
+                return keyword.start_point[0]
+        elif child.type not in _PREFIXES:
+            return child.start_point[0]
+    return node.start_point[0]
+
+
 def _outer(node):
     while node.parent is not None and node.parent.type in _WRAPPERS:
         node = node.parent
@@ -94,7 +112,7 @@ def definitions(text: str, language: str) -> list[Definition]:
                 outer = _outer(child)
                 start, (end, column) = outer.start_point[0], outer.end_point
                 end -= 1 if column == 0 and end > start else 0  # a node that ends with its newline
-                found.append(Definition(child.type, name, start, end, child.start_point[0], not child.has_error))
+                found.append(Definition(child.type, name, start, end, _name_line(child), not child.has_error))
             visit(child)
 
     visit(parser.parse(text.encode("utf-8")).root_node)

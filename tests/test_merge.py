@@ -277,6 +277,16 @@ def test_new_code_after_a_leading_marker_starts_after_the_block_it_follows():
     assert merge(ts, update, "typescript").text == want
 
 
+def test_a_class_shown_without_its_annotations_keeps_them():
+    # Java's tree-sitter starts the class at `@Beta`; the snippet's class line is the original's class line.
+    java = ("package x;\n\n/**\n * A stopwatch.\n */\n@Beta\n@GwtCompatible(emulated = true)\npublic final class Stopwatch {\n"
+            "  private long start;\n\n  public long elapsed() {\n    return now() - start;\n  }\n\n"
+            "  @Deprecated\n  public long elapsedMillis() {\n    return elapsed() / 1000000;\n  }\n}\n")
+    update = ("public final class Stopwatch {\n  // ... existing code ...\n  public long elapsed() {\n    return now() - start;\n  }\n}\n")
+    want = java.replace("\n  @Deprecated\n  public long elapsedMillis() {\n    return elapsed() / 1000000;\n  }\n", "")
+    assert merge(java, update, "java").text == want
+
+
 def test_a_marker_inside_a_docstring_scopes_nothing():
     # Its indentation is prose: the docstring's closing quotes land where the docstring ends, not on the
     # first less indented line of prose (`Raises:`).
