@@ -270,6 +270,8 @@ def _pairs(original: str, update: str, snippet: _Snippet, language: str) -> list
         start = o.start_line if d.name_line > d.start_line else o.name_line
         # (a marker right after it may be the rest of its body: not shown whole then)
         whole = d.complete and not any(d.start_line <= m <= d.end_line + 1 for m in snippet.markers)
+        if whole and d.end_line == d.name_line and o.end_line > o.name_line:
+            continue  # a body-less line (Go's `func f()` before a `{` the parser lost) is no whole body
         last = snippet.lines[index[d.end_line]]
         closed = (d.name_line in index and d.end_line > d.name_line and _trivial(last.strip())
                   and _width(last) <= _width(snippet.lines[index[d.name_line]])  # `}` or `end` closes it

@@ -287,6 +287,25 @@ def test_a_class_shown_without_its_annotations_keeps_them():
     assert merge(java, update, "java").text == want
 
 
+def test_a_function_the_parser_read_without_its_body_is_not_shown_whole():
+    # A marker hides the `}` of an `if`: tree-sitter reads `func Parse(...) (UUID, error)` as a declaration
+    # without a body, one line long, which must not replace the whole of the original Parse.
+    body = ("func {f}({a} {t}) (UUID, error) {{\n\tvar uuid UUID\n\tif len({a}) != 36 {{\n\t\tif len({a}) != 45 {{\n"
+            "\t\t\treturn uuid, {err}\n\t\t}}\n\t\t{a} = {a}[9:]\n\t}}\n\tcopy(uuid[:], {a})\n\treturn uuid, nil\n}}\n")
+    old = 'fmt.Errorf("invalid length: %d", len({a}))'
+    go = ("package uuid\n\nvar rander = rand.Reader\n\n// Parse decodes s.\n" + body.format(f="Parse", a="s", t="string", err=old.format(a="s"))
+          + "\n// ParseBytes decodes b.\n" + body.format(f="ParseBytes", a="b", t="[]byte", err=old.format(a="b")))
+    short = ("func {f}({a} {t}) (UUID, error) {{\n\tvar uuid UUID\n\tif len({a}) != 36 {{\n\t\tif len({a}) != 45 {{\n"
+             "\t\t\treturn uuid, lengthError{{len({a})}}\n\t\t}}\n\t// ... existing code ...\n}}\n")
+    update = ("var rander = rand.Reader\n\ntype lengthError struct{ n int }\n\n// Parse decodes s.\n" + short.format(f="Parse", a="s", t="string")
+              + "\n// ParseBytes decodes b.\n" + short.format(f="ParseBytes", a="b", t="[]byte"))
+    want = go.replace("var rander = rand.Reader\n\n", "var rander = rand.Reader\n\ntype lengthError struct{ n int }\n\n")
+    for a in "sb":
+        want = want.replace(old.format(a=a), "lengthError{len(%s)}" % a)
+    assert [d.end_line for d in definitions(update, "go") if d.name == "Parse"] == [5]
+    assert merge(go, update, "go").text == want
+
+
 def test_a_marker_inside_a_docstring_scopes_nothing():
     # Its indentation is prose: the docstring's closing quotes land where the docstring ends, not on the
     # first less indented line of prose (`Raises:`).
