@@ -21,7 +21,9 @@ from typing import Iterator
 import torch
 
 from .decide import ApplyRefused, Judge, Outcome
-from .decoding import Decoding, DecodeStats, Sampling, no_draft
+from .decoding import Decoding, DecodeStats
+from .proposers import no_draft
+from .sampling import Sampling
 from .draft_length import AdaptiveK, CostCurve, RegionAdaptiveK, cached_cost
 from .drafting import DraftPlan, plan_drafting
 from .merge import MergeCandidate, merge
@@ -255,7 +257,7 @@ class Applier:
             return options.k
         if plan is None or plan.candidate is None:
             return AdaptiveK(self.cost_curve(), k_max=options.k)
-        return RegionAdaptiveK(self.cost_curve(), plan.proposer.locate, plan.region_of, plan.edited, k_max=options.k)
+        return RegionAdaptiveK(self.cost_curve(), plan.region_of, plan.edited, k_max=options.k)
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)

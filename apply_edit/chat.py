@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 
 from .apply import Applier, ApplyError, ApplyRun, ApplyStats
-from .decoding import Sampling, no_draft
+from .proposers import no_draft
+from .sampling import Sampling
 from .draft_length import AdaptiveK
 from .prompting import IncrementalDetokenizer
 from .proposers import SuffixArrayProposer

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 import torch
 
-from .draft_length import FixedK
+from .proposers import Draft, DraftModelSampler, ProposeFn, no_draft
+from .sampling import GREEDY, Sampling, draw
 
 
 class Target(Protocol):
@@ -38,70 +39,25 @@ class Target(Protocol):
         """
 
 
-@dataclass
-class Draft:
-    """A proposal: the drafted tokens and, when the drafter sampled them, its distributions."""
-
-    tokens: list[int]
-    # probs[i] is the distribution tokens[i] was drawn from (already warped like the target's).
-    # None means point masses: the drafter proposes deterministically (copying, greedy drafting).
-    probs: torch.Tensor | None = None
-
-
-ProposeFn = Callable[[Sequence[int], int], Sequence[int]]
-
-
 class DraftLengthPolicy(Protocol):
     def next_k(self, context: int) -> int: ...
 
-    def feedback(self, drafted: int, accepted: int) -> None: ...
+    def feedback(self, draft: Draft, accepted: int) -> None: ...
 
 
-def no_draft(seq: Sequence[int], k: int) -> list[int]:
-    """The empty proposer: speculative decoding with it is plain decoding, one pass per token."""
-    return []
+class FixedK:
+    """The policy of a plain `k`: always k."""
+
+    def __init__(self, k: int):
+        self.k = k
+
+    def next_k(self, context: int = 0) -> int:
+        return self.k
+
+    def feedback(self, draft: Draft, accepted: int) -> None:
+        pass
 
 
-@dataclass(frozen=True)
-class Sampling:
-    """Sampling settings, applied identically to plain and speculative decoding.
-
-    temperature 0 means greedy (argmax). top_p < 1 keeps the smallest set of most likely tokens whose
-    mass reaches top_p.
-    """
-
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int | None = None
-
-    def __post_init__(self):
-        # `not x >= 0` also refuses NaN, which every comparison lets through (and which samples garbage).
-        if not self.temperature >= 0 or not 0 < self.top_p <= 1:
-            raise ValueError(f"sampling needs temperature >= 0 and top_p in (0, 1], got {self.temperature}, "
-                             f"{self.top_p}")
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0.0
-
-    def probs(self, logits: torch.Tensor) -> torch.Tensor:
-        """Row-wise warped probabilities (float32)."""
-        # A tiny temperature (1e-40) made logits / temperature overflow to inf and softmax(inf) is NaN: shift
-        # by the row max first (scores <= 0 can only go to -inf, p = 0), and keep the temperature a normal
-        # float32 (below that it rounds to 0 in float32 and 0 / 0 is NaN again).
-        logits = logits.float()
-        temperature = min(max(self.temperature, torch.finfo(torch.float32).tiny), torch.finfo(torch.float32).max)
-        probs = torch.softmax((logits - logits.max(dim=-1, keepdim=True).values) / temperature, dim=-1)
-        if self.top_p < 1.0:
-            sorted_p, order = probs.sort(dim=-1, descending=True)
-            mass_before = sorted_p.cumsum(dim=-1) - sorted_p
-            sorted_p[mass_before >= self.top_p] = 0.0
-            probs = torch.zeros_like(probs).scatter_(-1, order, sorted_p)
-            probs /= probs.sum(dim=-1, keepdim=True)
-        return probs
-
-
-GREEDY = Sampling()
 
 
 @dataclass
@@ -133,18 +89,11 @@ class DecodeStats:
         return self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else 0.0
 
 
-def _sample(probs: torch.Tensor, rng: random.Random) -> int:
-    """Inverse-CDF draw from one probability row with a `random.Random` (reproducible by seed)."""
-    cdf = probs.double().cumsum(0)
-    index = int(torch.searchsorted(cdf, rng.random() * float(cdf[-1]), right=True))
-    return min(index, probs.numel() - 1)
-
-
 class Decoding:
     """One generation. Iterate to get the tokens each block emits; `.tokens` and `.stats` fill as it goes.
 
     k: the most tokens drafted per block, or a draft-length policy (`next_k(context)` before each block,
-    `feedback(drafted, accepted)` after it; see draft_length.py).
+    `feedback(draft, accepted)` after it; see draft_length.py).
     eos: token id(s) that end generation; the eos token is included in the output.
     stop: called with all new tokens after each block; returns how many to keep when generation must
     stop there (e.g. a closing tag appeared), else None.
@@ -200,7 +149,7 @@ class Decoding:
             t1 = time.perf_counter()
             logits = self.target.logits(seq, draft.tokens)
             accepted, emitted = self._accept(draft, logits)
-            self.policy.feedback(len(draft.tokens), accepted)
+            self.policy.feedback(draft, accepted)
             self.stats.propose_s += t1 - t0
             self.stats.target_passes += 1
             self.stats.drafted_tokens += len(draft.tokens)
@@ -229,7 +178,7 @@ class Decoding:
         else:
             draft = Draft(list(self.proposer(seq, k)))
         if len(draft.tokens) > k:  # a proposer may return fewer tokens, never more
-            draft = Draft(draft.tokens[:k], None if draft.probs is None else draft.probs[:k])
+            draft = replace(draft, tokens=draft.tokens[:k], probs=None if draft.probs is None else draft.probs[:k])
         return draft
 
     def _accept(self, draft: Draft, logits: torch.Tensor) -> tuple[int, list[int]]:
@@ -261,8 +210,8 @@ class Decoding:
                 residual = (p[i] - draft.probs[i]).clamp_min(0.0)
             if float(residual.sum()) <= 0.0:  # only reachable through rounding
                 residual = p[i]
-            return i, tokens[:i] + [_sample(residual, self.rng)]
-        return len(tokens), tokens + [_sample(p[len(tokens)], self.rng)]
+            return i, tokens[:i] + [draw(residual, self.rng)]
+        return len(tokens), tokens + [draw(p[len(tokens)], self.rng)]
 
     def _apply_stops(self, emitted: list[int]) -> tuple[bool, list[int]]:
         """Cut the block at eos / a stop / max_new; returns (generation finished, tokens to keep)."""
@@ -280,23 +229,6 @@ class Decoding:
                 emitted = emitted[: max(0, keep - len(self.tokens))]
                 done = True
         return done, emitted
-
-
-class DraftModelSampler:
-    """Drafts by sampling from a small model, reporting its (warped) distributions for exact acceptance."""
-
-    def __init__(self, model, sampling: Sampling, rng: random.Random):
-        self.model, self.sampling, self.rng = model, sampling, rng
-
-    def draft(self, seq: Sequence[int], k: int) -> Draft:
-        seq, tokens, rows = list(seq), [], []
-        for _ in range(k):
-            probs = self.sampling.probs(torch.log(torch.as_tensor(self.model.next_dist(seq), dtype=torch.float64)))
-            tok = _sample(probs, self.rng)
-            tokens.append(tok)
-            rows.append(probs)
-            seq.append(tok)
-        return Draft(tokens, torch.stack(rows) if rows else None)
 
 
 # --- Contract entry points (DESIGN.md): thin wrappers over the one loop above. ---

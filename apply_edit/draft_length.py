@@ -1,8 +1,8 @@
 """How many tokens to draft per target pass: a fixed k, or k chosen from a measured cost model.
 
 A policy is asked `next_k(context)` (tokens in the sequence so far) before each block and told
-`feedback(drafted, accepted)` after it. The engine knows nothing else about it (regions, costs and
-acceptance estimates live here).
+`feedback(draft, accepted)` after it (the `Draft` says where a copy came from). The engine knows nothing
+else about it (regions, costs and acceptance estimates live here; a plain k is the engine's `FixedK`).
 
 The adaptive policy keeps an estimate α of the chance that the next drafted token is accepted, and picks
 the k that maximises expected emitted tokens per second of target time:
@@ -24,20 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .files import write_atomic
+from .proposers import Draft
 
 # No 0: a policy that stops drafting never learns that drafting pays again.
 CANDIDATE_K = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64)
-
-
-class FixedK:
-    def __init__(self, k: int):
-        self.k = k
-
-    def next_k(self, context: int = 0) -> int:
-        return self.k
-
-    def feedback(self, drafted: int, accepted: int) -> None:
-        pass
 
 
 def _interpolate(points: dict[int, float], x: int) -> float:
@@ -109,16 +99,16 @@ class AdaptiveK:
     def next_k(self, context: int = 0) -> int:
         return best_k(self.estimate.alpha, self.cost, self.k_max, context)
 
-    def feedback(self, drafted: int, accepted: int) -> None:
-        self.estimate.update(drafted, accepted)
+    def feedback(self, draft: Draft, accepted: int) -> None:
+        self.estimate.update(len(draft.tokens), accepted)
 
 
 class RegionAdaptiveK:
     """k from the cost model and an acceptance estimate per region of the reference being copied.
 
-    `locate()` gives the reference position the last draft was copied from (None: nothing was drafted)
-    and how many tokens of output matched the reference before it; `region_of[pos]` the region there
-    (-1: none). A region's estimate starts when drafting first reaches it: at a fixed prior where the
+    Each draft says the reference position it was copied from (`source`; None: nothing was copied) and
+    how many tokens of output matched the reference before it (`match`); `region_of[pos]` is the region
+    there (-1: none). A region's estimate starts when drafting first reaches it: at a fixed prior where the
     snippet edits, else at the file-wide estimate of untouched code (which every untouched block updates,
     and which rises above the prior once copying goes well). Right after a miss the region's estimate
     decides; once a draft has been accepted whole, the run of accepted tokens since the last miss lifts it:
@@ -129,9 +119,9 @@ class RegionAdaptiveK:
     lower priors (0.6, 0.8) cost passes on the fixtures.
     """
 
-    def __init__(self, cost: CostCurve, locate, region_of, edited, k_max: int = 64,
+    def __init__(self, cost: CostCurve, region_of, edited, k_max: int = 64,
                  alpha_untouched: float = 0.9, alpha_edited: float = 0.9):
-        self.cost, self.locate, self.region_of, self.edited, self.k_max = cost, locate, region_of, edited, k_max
+        self.cost, self.region_of, self.edited, self.k_max = cost, region_of, edited, k_max
         self.alpha_edited = alpha_edited
         self.untouched = AcceptanceEstimate(alpha_untouched)
         self.estimates: dict[int, AcceptanceEstimate] = {}
@@ -158,14 +148,14 @@ class RegionAdaptiveK:
         alpha = max(self._estimate(self._region).alpha, run_alpha)
         return best_k(alpha, self.cost, limit, context)
 
-    def feedback(self, drafted: int, accepted: int) -> None:
+    def feedback(self, draft: Draft, accepted: int) -> None:
+        drafted = len(draft.tokens)
         self._estimate(self._region).update(drafted, accepted)
         self._run = self._run + accepted if accepted == drafted else 0
         if self._region >= 0 and not self.edited[self._region]:
             self.untouched.update(drafted, accepted)
-        start, match = self.locate()
-        if start is not None:
-            self._position, self._match = start + accepted, match + accepted
+        if draft.source is not None:
+            self._position, self._match = draft.source + accepted, draft.match + accepted
 
 
 MIN_CAP, CAP_PER_MATCH = 16, 4  # a draft copied after an m-token match is at most max(16, 4m) long

@@ -1,14 +1,45 @@
-"""Proposers: pure token logic that guesses the next tokens. All are callables ``(seq, k) -> tokens``."""
+"""Proposers: pure token logic that guesses the next tokens, and the `Draft` they hand the engine.
+
+A proposer is a callable ``(seq, k) -> tokens``; one that knows more about its guess also has
+``.draft(seq, k) -> Draft``: the distributions it sampled from (a sampling drafter), or where in its
+reference a copy came from and how much output matched there (the copy drafter, for the k policy).
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+import random
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
+import torch
 
-from .decoding import no_draft
+from .sampling import Sampling, draw
 
-__all__ = ["SuffixArrayProposer", "draft_model_proposer", "no_draft", "suffix_array"]
+__all__ = ["Draft", "DraftModelSampler", "ProposeFn", "SuffixArrayProposer", "draft_model_proposer", "no_draft",
+           "suffix_array"]
+
+
+@dataclass
+class Draft:
+    """A proposal: the drafted tokens, and what the drafter knows about them."""
+
+    tokens: list[int]
+    # probs[i] is the distribution tokens[i] was drawn from (already warped like the target's).
+    # None means point masses: the drafter proposes deterministically (copying, greedy drafting).
+    probs: torch.Tensor | None = None
+    # Copy drafting: the position in the proposer's reference the tokens were copied from (None: not a
+    # copy), and how many tokens of output matched the reference right before it (what the copy rests on).
+    source: int | None = None
+    match: int = 0
+
+
+ProposeFn = Callable[[Sequence[int], int], Sequence[int]]
+
+
+def no_draft(seq: Sequence[int], k: int) -> list[int]:
+    """The empty proposer: speculative decoding with it is plain decoding, one pass per token."""
+    return []
 
 
 def suffix_array(text: np.ndarray) -> np.ndarray:
@@ -71,13 +102,13 @@ class SuffixArrayProposer:
         self._seen = 0  # length of seq at the last proposal
         self._match = 0  # tokens of output that matched the reference before the cursor
 
-    def locate(self) -> tuple[int | None, int]:
-        """(reference position the last draft was copied from, or None; length of the match behind it)."""
-        return self._cursor, self._match
-
     def __call__(self, seq: Sequence[int], k: int) -> list[int]:
+        return self.draft(seq, k).tokens
+
+    def draft(self, seq: Sequence[int], k: int) -> Draft:
+        """Up to k tokens copied from the reference, with where they came from (`source`, `match`)."""
         if k <= 0 or not len(self.text):
-            return []
+            return Draft([])
         start = self._continue(seq)
         if start is not None:
             self._match += len(seq) - self._seen
@@ -86,12 +117,10 @@ class SuffixArrayProposer:
         self._seen = len(seq)
         self._cursor = start
         if start is None:
-            return []
+            return Draft([])
         out = self._text_list[start:start + k]
-        for i, tok in enumerate(out):
-            if tok < 0:  # a separator: the reference ended
-                return out[:i]
-        return out
+        end = next((i for i, tok in enumerate(out) if tok < 0), len(out))  # a separator: the reference ended
+        return Draft(out[:end], source=start, match=self._match)
 
     def _continue(self, seq: Sequence[int]) -> int | None:
         """The next reference position if seq grew exactly along the reference since the last call."""
@@ -163,3 +192,20 @@ def draft_model_proposer(model):
         return out
 
     return propose
+
+
+class DraftModelSampler:
+    """Drafts by sampling from a small model, reporting its (warped) distributions for exact acceptance."""
+
+    def __init__(self, model, sampling: Sampling, rng: random.Random):
+        self.model, self.sampling, self.rng = model, sampling, rng
+
+    def draft(self, seq: Sequence[int], k: int) -> Draft:
+        seq, tokens, rows = list(seq), [], []
+        for _ in range(k):
+            probs = self.sampling.probs(torch.log(torch.as_tensor(self.model.next_dist(seq), dtype=torch.float64)))
+            tok = draw(probs, self.rng)
+            tokens.append(tok)
+            rows.append(probs)
+            seq.append(tok)
+        return Draft(tokens, torch.stack(rows) if rows else None)

@@ -5,6 +5,7 @@ import pytest
 from apply_edit.decoding import Decoding, greedy_decode
 from apply_edit.draft_length import (MIN_CAP, AdaptiveK, CostCurve, RegionAdaptiveK, best_k, expected_tokens,
                                      measure_cost)
+from apply_edit.proposers import Draft, SuffixArrayProposer
 from test_engine import oracle, random_model
 
 # Shaped like the default model's bf16 curve here: long drafts cost little more than short ones.
@@ -49,11 +50,11 @@ def test_adaptive_k_shrinks_after_rejections_and_grows_back():
     policy = AdaptiveK(FLAT)
     start = policy.next_k()
     for _ in range(4):
-        policy.feedback(policy.next_k(), 0)
+        policy.feedback(Draft([0] * policy.next_k()), 0)
     low = policy.next_k()
     for _ in range(10):
         k = policy.next_k()
-        policy.feedback(k, k)
+        policy.feedback(Draft([0] * k), k)
     assert low < start and policy.next_k() > low
 
 
@@ -70,72 +71,58 @@ def test_adaptive_policy_keeps_the_engine_exact():
     assert run.stats.target_passes < 80
 
 
-class FakeCopy:
-    """Stands in for the copy proposer's locate(): the reference position of the last draft."""
-
-    def __init__(self):
-        self.position, self.match = None, 0
-
-    def locate(self):
-        return self.position, self.match
+def copied(k: int, source: int | None = None, match: int = 0) -> Draft:
+    """A draft of k tokens copied from `source` after `match` tokens of output matched there."""
+    return Draft([0] * k, source=source, match=match)
 
 
 def test_region_policy_keeps_one_estimate_per_region():
-    copy = FakeCopy()
     region_of = [0] * 1000 + [1] * 1000 + [2] * 1000  # region 1 is edited
-    policy = RegionAdaptiveK(FLAT, copy.locate, region_of, edited=[False, True, False])
+    policy = RegionAdaptiveK(FLAT, region_of, edited=[False, True, False])
     for pos in range(0, 90, 10):  # untouched region 0 copies perfectly: long drafts
-        copy.position, copy.match = pos, 50
         k = policy.next_k()
-        policy.feedback(k, k)
+        policy.feedback(copied(k, pos, 50), k)
     long_k = policy.next_k()
     assert long_k == 64
-    copy.position, copy.match = 1200, 2  # a miss, realigned in the edited region: its own, more careful estimate
-    policy.feedback(long_k, 0)
+    policy.feedback(copied(long_k, 1200, 2), 0)  # a miss, realigned in the edited region: its own, more careful estimate
     edited_k = policy.next_k()
     assert edited_k < long_k
     for _ in range(4):
-        policy.feedback(policy.next_k(), 0)
+        policy.feedback(copied(policy.next_k()), 0)
     assert policy.next_k() <= 4
-    copy.position, copy.match = 2500, 50  # untouched region 2 starts from what untouched code has shown: long again
-    policy.feedback(policy.next_k(), 0)
+    policy.feedback(copied(policy.next_k(), 2500, 50), 0)  # untouched region 2 starts from what untouched code has shown
     assert policy.next_k() == 64
 
 
 def test_a_long_unbroken_copy_lifts_a_pessimistic_region_estimate():
-    copy = FakeCopy()
-    policy = RegionAdaptiveK(FLAT, copy.locate, [0] * 5000, edited=[True])
-    copy.position, copy.match = 100, 2
+    policy = RegionAdaptiveK(FLAT, [0] * 5000, edited=[True])
     for _ in range(6):  # misses drive the region's estimate down
-        policy.feedback(policy.next_k(), 0)
+        policy.feedback(copied(policy.next_k(), 100, 2), 0)
     assert policy.next_k() <= 4
+    match = 2
     for _ in range(8):  # then the copy holds, pass after pass: the run itself is the evidence
-        copy.match += 64
+        match += 64
         k = policy.next_k()
-        policy.feedback(k, k)
+        policy.feedback(copied(k, 100, match), k)
     assert policy.next_k() == 64
 
 
 def test_region_policy_caps_drafts_after_a_short_match():
-    copy = FakeCopy()
-    policy = RegionAdaptiveK(FLAT, copy.locate, [0] * 5000, edited=[False])
+    policy = RegionAdaptiveK(FLAT, [0] * 5000, edited=[False])
     for _ in range(10):  # the copy has been right all along
-        policy.feedback(64, 64)
-    copy.position, copy.match = 10, 1
-    policy.feedback(2, 2)  # the match behind the next draft: 3 tokens
+        policy.feedback(copied(64), 64)
+    policy.feedback(copied(2, 10, 1), 2)  # the match behind the next draft: 3 tokens
     assert policy.next_k() == MIN_CAP
-    copy.match = 30
-    policy.feedback(2, 2)
+    policy.feedback(copied(2, 10, 30), 2)
     assert policy.next_k() == 64
 
 
-def test_region_policy_keeps_the_engine_exact():
-    from apply_edit.proposers import SuffixArrayProposer
 
+def test_region_policy_keeps_the_engine_exact():
     plain = greedy_decode(random_model(9, 6), [1], 80)
     noisy = [t if i % 7 else (t + 1) % 6 for i, t in enumerate(plain)]
     proposer = SuffixArrayProposer([noisy])
-    policy = RegionAdaptiveK(FLAT, proposer.locate, [i // 20 for i in range(len(noisy))],
+    policy = RegionAdaptiveK(FLAT, [i // 20 for i in range(len(noisy))],
                              edited=[i % 2 == 1 for i in range(5)])
     run = Decoding(random_model(9, 6), proposer, [1], 80, k=policy)
     assert run.run() == plain

@@ -42,12 +42,12 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from apply_edit.decoding import Decoding, Draft, DraftModelSampler, Sampling, greedy_decode, no_draft, \
-    speculative_greedy
+from apply_edit.decoding import Decoding, greedy_decode, speculative_greedy
 from apply_edit.draft_length import AdaptiveK, CostCurve, RegionAdaptiveK
 from apply_edit.models import FunctionModel
 from apply_edit.prompting import TextStop
-from apply_edit.proposers import SuffixArrayProposer, draft_model_proposer
+from apply_edit.proposers import Draft, DraftModelSampler, SuffixArrayProposer, draft_model_proposer, no_draft
+from apply_edit.sampling import Sampling
 from conftest import wait_until
 
 DEFAULT_EXAMPLES = 200
@@ -262,10 +262,7 @@ def wrap_return(proposer, how: str):
     if how == "list" or hasattr(proposer, "draft"):
         return proposer
     convert = {"tuple": tuple, "numpy": lambda x: np.asarray(list(x), dtype=np.int64), "iter": iter}[how]
-    wrapped = lambda seq, k: convert(proposer(seq, k))
-    if hasattr(proposer, "locate"):
-        wrapped.locate = proposer.locate
-    return wrapped
+    return lambda seq, k: convert(proposer(seq, k))
 
 
 # --- k policies ---
@@ -280,9 +277,9 @@ class RecordingPolicy:
         self.asked.append(k)
         return k
 
-    def feedback(self, drafted: int, accepted: int) -> None:
-        self.told.append((drafted, accepted))
-        self.inner.feedback(drafted, accepted)
+    def feedback(self, draft: Draft, accepted: int) -> None:
+        self.told.append((len(draft.tokens), accepted))
+        self.inner.feedback(draft, accepted)
 
 
 class RandomK:
@@ -294,7 +291,7 @@ class RandomK:
     def next_k(self, context: int) -> int:
         return self.rng.choice([-5, -1, 0, 1, 2, 3, 5, 8, 13, 64, 10**6])
 
-    def feedback(self, drafted, accepted) -> None:
+    def feedback(self, draft, accepted) -> None:
         pass
 
 
@@ -311,7 +308,7 @@ def make_policy(spec, rng, proposer, reference_len):
     else:  # per-region estimates driven by the copy drafter's position (only with a suffix proposer)
         regions = rng.randint(1, 4)
         region_of = np.array([rng.randrange(-1, regions) for _ in range(reference_len)], dtype=np.int64)
-        inner = RegionAdaptiveK(cost, proposer.locate, region_of, [rng.random() < 0.5 for _ in range(regions)],
+        inner = RegionAdaptiveK(cost, region_of, [rng.random() < 0.5 for _ in range(regions)],
                                 k_max=k, alpha_untouched=rng.uniform(0.05, 1.0), alpha_edited=rng.uniform(0.05, 1.0))
     return RecordingPolicy(inner)
 
