@@ -26,11 +26,11 @@ from .proposers import no_draft
 from .sampling import Sampling
 from .draft_length import AdaptiveK, CostCurve, RegionAdaptiveK, cached_cost
 from .drafting import DraftPlan, plan_drafting
+from .languages import language_of
 from .merge import MergeCandidate, merge
 from .models.registry import cache_root
 from .models.transformers_target import Interrupted, TransformersTarget
-from .prompting import (DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop,
-                        build_prompt, language_of)
+from .prompting import DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop, build_prompt
 
 # spec: copy drafting, k chosen per block from the measured cost model (at most `k`);
 # spec-fixed: copy drafting, always `k`; plain: one pass per token; prompt-lookup: transformers' baseline.

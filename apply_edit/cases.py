@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .prompting import language_of
+from .languages import language_of
 
 
 @dataclass

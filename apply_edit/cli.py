@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .apply import ACCEPTANCE, DRAFTING, METHODS, PIPELINES, ApplyError, ApplyOptions, ApplyRequest
 from .decide import ApplyRefused
-from .prompting import DEFAULT_FORMAT, FORMATS, language_of
+from .languages import language_of
+from .prompting import DEFAULT_FORMAT, FORMATS
 
 
 class CliError(Exception):

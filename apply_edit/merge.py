@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .definitions import definitions, lines_inside_strings, snippet_definitions
+from .languages import BY_NAME, Language
 
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|<!--|--|\{/\*|;)\s*(?P<body>.*?)\s*(?:\*/\}|\*/|-->)?\s*$")
 _ELLIPSIS = re.compile(r"\.{3,}|…")
@@ -556,20 +557,22 @@ def _resumed_lines(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
 
 
 _STRING = re.compile(r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`(?:\\.|[^`\\])*`""")
-_HASH_COMMENTS = {"python", "ruby", "bash", "yaml", "toml"}
+# A language not in the table: `//` and `#` comments, but `#` before a name or `[` is code (`#private`, `#[attr]`).
+_UNKNOWN = Language("", (), line_comments=("//", "#"), block_comments=True)
+
+
+def _language(name: str) -> Language:
+    return BY_NAME.get(name, _UNKNOWN)
 
 
 def _code_of(language: str):
     """A function from a line to its code: strings and the language's line comment taken out (`#` is
     code in JavaScript's `#private` and in regular expressions, `//` is Python's floor division)."""
-    if language in _HASH_COMMENTS:
-        comment = re.compile(r"#.*$")
-    elif language == "php":
-        comment = re.compile(r"(?://|#).*$")
-    elif language:
-        comment = re.compile(r"//.*$")
-    else:  # unknown: `#` before a name or `[` is code (`#private`, `#[attr]`)
-        comment = re.compile(r"(?://|#(?![\w\[])).*$")
+    starts = _language(language).line_comments
+    if not starts:
+        return lambda line: _STRING.sub("", line.strip()).rstrip()
+    hash_code = r"(?![\w\[])" if language not in BY_NAME else ""
+    comment = re.compile("(?:" + "|".join(re.escape(s) + (hash_code if s == "#" else "") for s in starts) + ").*$")
     return lambda line: comment.sub("", _STRING.sub("", line.strip())).rstrip()
 
 
@@ -707,10 +710,11 @@ _SLASH_COMMENT = re.compile(r"^(//|/\*|\*(\s|/|$))")  # `// x`, `/** x`, ` * x`,
 
 def _comment_line(language: str):
     """A predicate: whether a stripped line is only a comment, in this language."""
-    hash_comments = language in _HASH_COMMENTS or not language
-    slash_comments = language not in _HASH_COMMENTS
-    return lambda key: bool(slash_comments and _SLASH_COMMENT.match(key) or (
-        hash_comments and key.startswith("#") and not _ATTRIBUTE.match(key)))
+    spec = _language(language)
+    slashes = spec.block_comments or "//" in spec.line_comments
+    others = tuple(s for s in spec.line_comments if s != "//")
+    return lambda key: bool(slashes and _SLASH_COMMENT.match(key) or (
+        others and key.startswith(others) and not _ATTRIBUTE.match(key)))
 
 
 def _attached_lines(snippet: _Snippet, o_keys: list[str], counts: Counter, language: str) -> dict[int, np.ndarray]:

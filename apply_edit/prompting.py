@@ -8,28 +8,13 @@ once; generation stops at the closing delimiter (which must start a line) or at 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import Sequence
 
 from .merge import merge
 
-LANGUAGES = {
-    ".py": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "jsx",
-    ".ts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust", ".java": "java", ".c": "c", ".h": "c",
-    ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".rb": "ruby", ".cs": "csharp", ".kt": "kotlin",
-    ".swift": "swift", ".php": "php", ".sh": "bash", ".css": "css", ".html": "html", ".md": "markdown",
-    ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".sql": "sql",
-}
-KNOWN_LANGUAGES = frozenset(LANGUAGES.values())
-
-
 def text_bytes(*texts: str) -> int:
     """The UTF-8 size of request texts (lone surrogates counted, not refused): what size limits measure."""
     return sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
-
-
-def language_of(path: str | None) -> str:
-    return LANGUAGES.get(PurePath(path).suffix.lower(), "") if path else ""
 
 
 SYSTEM = (

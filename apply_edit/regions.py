@@ -16,6 +16,8 @@ import bisect
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .languages import GRAMMARS
+
 # Node types (in any of the supported grammars) whose members become regions of their own.
 _CONTAINERS = {"class_definition", "class_declaration", "class", "module", "abstract_class_declaration", "impl_item",
                "trait_item", "mod_item", "record_declaration"}
@@ -23,8 +25,6 @@ _WRAPPERS = {"decorated_definition", "export_statement"}  # look through these t
 _IMPORTS = {"import_statement", "import_from_statement", "future_import_statement", "import_declaration",
             "use_declaration", "package_clause", "package_declaration", "extern_crate_declaration"}
 _LEADING = {"comment", "line_comment", "block_comment", "attribute_item"}  # belong to the node after them
-GRAMMARS = {"python", "javascript", "jsx", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "csharp",
-            "ruby", "kotlin", "swift", "php", "bash"}
 
 
 @dataclass(frozen=True)

@@ -833,7 +833,7 @@ def test_request_handling_fuzz(fuzz_examples, fuzz_server, monkeypatch):
     from apply_edit.v1 import apply_edit_pb2 as pb
 
     from apply_edit import regions
-    from apply_edit.prompting import LANGUAGES
+    from apply_edit.languages import KNOWN_LANGUAGES
 
     outcomes: dict[str, int] = {}
     timings: list[float] = []
@@ -893,7 +893,7 @@ def test_request_handling_fuzz(fuzz_examples, fuzz_server, monkeypatch):
 
     # Request text must not grow server state: parser_for caches a parser per language name without bound,
     # so only known names may reach it (it used to get every `language` string a client sent).
-    assert asked_parsers and asked_parsers <= set(LANGUAGES.values()) | {""}, asked_parsers - set(LANGUAGES.values())
+    assert asked_parsers and asked_parsers <= KNOWN_LANGUAGES | {""}, asked_parsers - KNOWN_LANGUAGES
     counted = {s.labels["status"]: s.value for m in fuzz_server.metrics.registry.collect() for s in m.samples
                if s.name == "apply_edit_requests_total" and s.value}
     assert not {"INTERNAL", "UNKNOWN"} & set(counted), counted

@@ -3,8 +3,8 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from apply_edit.prompting import (FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop, build_prompt,
-                                  language_of)
+from apply_edit.languages import language_of
+from apply_edit.prompting import FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop, build_prompt
 
 
 def stream(extractor, text, cuts):

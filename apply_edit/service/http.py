@@ -40,7 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..apply import Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyRun
 from ..chat import ChatOptions, stream_chat
 from ..decide import ApplyRefused
-from ..prompting import KNOWN_LANGUAGES, language_of, text_bytes
+from ..languages import KNOWN_LANGUAGES, language_of
+from ..prompting import text_bytes
 from ..regions import guess_language
 from .core import Busy, ClientGone, ModelService, NotReady
 from .metrics import size_class

@@ -9,7 +9,8 @@ from google.protobuf.message import DecodeError
 
 from ..apply import METHODS, ApplyError, ApplyOptions, ApplyRequest, ApplyStats
 from ..decide import ApplyRefused
-from ..prompting import KNOWN_LANGUAGES, language_of, text_bytes
+from ..languages import KNOWN_LANGUAGES, language_of
+from ..prompting import text_bytes
 from ..v1 import apply_edit_pb2 as pb
 from .core import Busy, ClientGone, ModelService, NotReady
 from .metrics import size_class
