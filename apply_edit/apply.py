@@ -22,15 +22,15 @@ import torch
 
 from .decide import ApplyRefused, Judge, Outcome
 from .decoding import Decoding, DecodeStats
-from .proposers import no_draft
-from .sampling import Sampling
 from .draft_length import AdaptiveK, CostCurve, RegionAdaptiveK, cached_cost
 from .drafting import DraftPlan, plan_drafting
-from .languages import language_of
 from .merge import MergeCandidate, merge
 from .models.registry import cache_root
 from .models.transformers_target import Interrupted, TransformersTarget
 from .prompting import DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop, build_prompt
+from .proposers import no_draft
+from .regions import language_for
+from .sampling import Sampling
 
 # spec: copy drafting, k chosen per block from the measured cost model (at most `k`);
 # spec-fixed: copy drafting, always `k`; plain: one pass per token; prompt-lookup: transformers' baseline.
@@ -58,6 +58,11 @@ class ApplyRequest:
     instruction: str = ""
     language: str = ""  # defaults to the path's extension
     path: str = ""
+
+    def resolved_language(self) -> str:
+        """The language given, else the path's (`regions.language_for`: a `.h` file is C or C++ by which
+        parses it; without a path, a guess from the text)."""
+        return self.language or language_for(self.path, self.original or self.update)
 
     def validate(self) -> None:
         if not self.original.strip() and not self.update.strip():
@@ -264,7 +269,7 @@ class Applier:
 
     def prompt_text(self, request: ApplyRequest, options: ApplyOptions, candidate: MergeCandidate | None = None) -> str:
         fmt = FORMATS[options.prompt_format]
-        language = request.language or language_of(request.path)
+        language = request.resolved_language()
         return build_prompt(self.tokenizer, fmt, request.original, request.update, request.instruction, language,
                             candidate.text if candidate else None)
 
@@ -280,7 +285,7 @@ class Applier:
         fmt = FORMATS[options.prompt_format]
         # One merge serves both the prompt (formats that show it) and merge drafting.
         drafts_from_merge = proposer is None and options.method in ("spec", "spec-fixed") and options.drafting == "merge"
-        language = request.language or language_of(request.path)
+        language = request.resolved_language()
         candidate = (merge(request.original, request.update, language)
                      if drafts_from_merge or "{merged}" in fmt.user or options.judged else None)
         merge_s = time.perf_counter() - start if drafts_from_merge else 0.0  # part of the drafting plan's cost

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .languages import language_of
+from .regions import language_for
 
 
 @dataclass
@@ -20,7 +20,7 @@ class EditCase:
 
     @property
     def language(self) -> str:
-        return language_of(self.path.name)
+        return language_for(self.path.name, self.original)
 
 
 def read_text(path: Path) -> str:

@@ -4,6 +4,8 @@ Each is a property every correct apply has, whoever wrote the result (the model 
 - the snippet's code lines are all in it, in order (compared stripped; an edit shows its new lines);
 - it has no lazy-marker line (`// ... existing code ...`) the original lacks;
 - it parses (tree-sitter) where the original does;
+- it declares no name twice in one scope where the original does not (a field, a `const`, a Go
+  function: a replaced line kept beside its replacement);
 - it is not the original unchanged while the snippet shows lines the original lacks, or while an
   instruction asks for an edit the snippet does not show;
 - it keeps the original's lines the snippet does not remove: no more than `MAX_DROPPED` of them go
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from .definitions import duplicate_declarations
 from .merge import code_lines, is_marker, merge
 from .regions import parser_for
 
@@ -50,6 +53,10 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     if parser is not None and result.strip() and original.strip():
         if not parser.parse(original.encode()).root_node.has_error and parser.parse(result.encode()).root_node.has_error:
             found.append(f"it does not parse as {language} (the original does)")
+    twice = sorted({name for _, name in duplicate_declarations(result, language)
+                    - duplicate_declarations(original, language)})
+    if twice:
+        found.append(f"it declares {', '.join(f'`{n}`' for n in twice)} twice in one scope (the original does not)")
     if result == original and any(line not in before for line in snippet):
         found.append("it is the original unchanged, but the snippet shows lines the original does not have")
     elif result == original and instruction.strip() and all(line in before for line in snippet):

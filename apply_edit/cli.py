@@ -11,7 +11,6 @@ from pathlib import Path
 
 from .apply import ACCEPTANCE, DRAFTING, METHODS, PIPELINES, ApplyError, ApplyOptions, ApplyRequest
 from .decide import ApplyRefused
-from .languages import language_of
 from .prompting import DEFAULT_FORMAT, FORMATS
 
 
@@ -144,7 +143,7 @@ def cmd_apply(args) -> int:
 
         # A judged answer (stats.path set, here or on the server) already passed these checks.
         refusal = None if args.force or stats.path else "; ".join(problems(original, update, run.text,
-                                                                            request.language or language_of(args.file)))
+                                                                            request.resolved_language()))
         if run.text == original:
             _log("no change; file left as it was")
         elif refusal:

@@ -8,6 +8,7 @@ the old body the snippet no longer has.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 
 from .regions import parser_for
@@ -137,6 +138,51 @@ def snippet_definitions(text: str, language: str, cuts: list[int]) -> list[Defin
     replaced = {(d.kind, d.name) for d in pieces}
     kept = [d for d in found if (d.kind, d.name) not in replaced]
     return sorted(kept + pieces, key=lambda d: (d.start_line, -d.end_line))
+
+
+# Declarations a scope may not hold twice under one name, by language (where the language itself refuses
+# it, or it is a mistake no one writes on purpose): Java overloads methods and Rust redefines under
+# different `#[cfg]`s, so neither has its functions here; `var` and Python's decorated definitions
+# (`@x.setter`, `@overload`) may repeat a name by design.
+_SINGLE = {
+    "go": {"function_declaration", "method_declaration"},
+    "c": {"function_definition"},
+    "java": {"field_declaration"},
+    "javascript": {"lexical_declaration", "method_definition"},
+    "jsx": {"lexical_declaration", "method_definition"},
+    "typescript": {"lexical_declaration", "method_definition"},
+    "tsx": {"lexical_declaration", "method_definition"},
+    "python": {"function_definition", "class_definition"},
+}
+
+
+def _declared(node) -> list[str]:
+    """The names a declaration node declares (a getter and a setter are different names)."""
+    if node.type in ("lexical_declaration", "field_declaration"):
+        names = [c.child_by_field_name("name") for c in node.named_children if c.type == "variable_declarator"]
+        return [_text(n) for n in names if n is not None and n.type == "identifier"]
+    if node.type == "method_definition":
+        kind = "".join(c.type + " " for c in node.children if c.type in ("get", "set", "static"))
+        name = node.child_by_field_name("name")
+        return [kind + _text(name)] if name is not None else []
+    name = _name(node)
+    return [name] if name else []
+
+
+def duplicate_declarations(text: str, language: str) -> Counter:
+    """(enclosing definitions' names, name) for each name declared twice or more in one scope, counted per
+    scope: `const x` twice in one block, a Go function or a Java field defined twice."""
+    kinds, parser = _SINGLE.get(language), parser_for(language)
+    found: Counter = Counter()
+    if not kinds or parser is None or not text.strip():
+        return found
+    stack = [(parser.parse(text.encode("utf-8")).root_node, ())]
+    while stack:
+        node, path = stack.pop()
+        names = Counter(n for c in node.named_children if c.type in kinds for n in _declared(c))
+        found.update((path, n) for n, k in names.items() if k > 1)
+        stack.extend((c, path + ((name,) if (name := _name(c)) else ())) for c in node.named_children)
+    return found
 
 
 _STRINGS = {"string", "template_string", "raw_string_literal", "string_literal", "heredoc_body", "text_block"}

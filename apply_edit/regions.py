@@ -15,8 +15,9 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import PurePath
 
-from .languages import GRAMMARS
+from .languages import GRAMMARS, language_of
 
 # Node types (in any of the supported grammars) whose members become regions of their own.
 _CONTAINERS = {"class_definition", "class_declaration", "class", "module", "abstract_class_declaration", "impl_item",
@@ -55,16 +56,29 @@ def _parser(language: str):
 _GUESSABLE = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby")
 
 
-def guess_language(text: str) -> str:
-    """The grammar under which the fewest lines of text sit in parse errors, or "" when every one of them
-    leaves more than a tenth of the lines in errors (not code, or a language not listed)."""
+# Extensions two languages share: the grammar that parses the file best decides.
+_SHARED = {".h": ("c", "cpp")}
+
+
+def language_for(path: str | None, text: str) -> str:
+    """The language of a file: its extension's; where the extension is shared (`.h`: C or C++), the one
+    whose grammar parses the text best; without a path, a guess from the text (`guess_language`)."""
+    if not path:
+        return guess_language(text)
+    shared = _SHARED.get(PurePath(path).suffix.lower())
+    return (guess_language(text, shared) or shared[0]) if shared else language_of(path)
+
+
+def guess_language(text: str, candidates: tuple[str, ...] = _GUESSABLE) -> str:
+    """The grammar (of `candidates`) under which the fewest lines of text sit in parse errors, or "" when
+    every one of them leaves more than a tenth of the lines in errors (not code, or a language not listed)."""
     if not text.strip():
         return ""
-    if text.lstrip().startswith("<?php"):
+    if text.lstrip().startswith("<?php") and candidates is _GUESSABLE:
         return "php"
     data = text.encode("utf-8")
     best, best_lines = "", None
-    for language in _GUESSABLE:
+    for language in candidates:
         parser = parser_for(language)
         if parser is None:
             continue

@@ -45,3 +45,29 @@ def test_copied_marker_lines_are_refused():
 def test_an_unchanged_file_is_refused_when_the_snippet_shows_new_lines():
     found = problems(ORIGINAL, UPDATE, ORIGINAL, "python")
     assert "it is the original unchanged, but the snippet shows lines the original does not have" in found
+
+
+def test_a_name_declared_twice_in_one_scope_is_refused():
+    # A replaced line kept beside its replacement: Java refuses the second field, TypeScript the second const.
+    java = "class G {\n    private Map names = new HashMap();\n    private int size;\n}\n"
+    new = "    private final Map<String, Option> names = new LinkedHashMap<>();\n"
+    update = "class G {\n" + new + "    // ... existing code ...\n}\n"
+    kept_both = java.replace("    private Map", new + "    private Map")
+    assert problems(java, update, kept_both, "java") == ["it declares `names` twice in one scope (the original does not)"]
+    ts = "function reset() {\n  const end = this.start;\n  if (now < end) {\n    run(end);\n  }\n}\n"
+    update = "function reset() {\n  const end = new Date(this.start.getTime());\n  // ... existing code ...\n}\n"
+    kept_both = ts.replace("  const end = this.start;\n", "  const end = new Date(this.start.getTime());\n  const end = this.start;\n")
+    assert "it declares `end` twice in one scope (the original does not)" in problems(ts, update, kept_both, "typescript")
+
+
+def test_names_a_language_lets_repeat_are_not_duplicates():
+    # A getter and its setter, Python's @property and @x.setter, the same const in two blocks.
+    js = "class P {\n  get x() {\n    return this._x\n  }\n}\n"
+    both = js.replace("  }\n}\n", "  }\n\n  set x(v) {\n    this._x = v\n  }\n}\n")
+    assert problems(js, "// ... existing code ...\n  set x(v) {\n    this._x = v\n  }\n}\n", both, "javascript") == []
+    py = "class P:\n    @property\n    def x(self):\n        return self._x\n"
+    both = py + "\n    @x.setter\n    def x(self, v):\n        self._x = v\n"
+    assert problems(py, "# ... existing code ...\n    @x.setter\n    def x(self, v):\n        self._x = v\n", both, "python") == []
+    ts = "if (a) {\n  const v = 1\n  use(v)\n}\n"
+    both = ts + "if (b) {\n  const v = 2\n  use(v)\n}\n"
+    assert problems(ts, "// ... existing code ...\nif (b) {\n  const v = 2\n  use(v)\n}\n", both, "typescript") == []

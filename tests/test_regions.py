@@ -3,7 +3,7 @@
 import pytest
 
 from apply_edit.cases import load_cases
-from apply_edit.regions import parser_for, region_of_line, regions
+from apply_edit.regions import language_for, parser_for, region_of_line, regions
 from conftest import FIXTURES
 
 PY = '''import os
@@ -64,3 +64,13 @@ def test_unknown_language_falls_back_to_blank_line_blocks():
 def test_unparsable_code_falls_back():
     rs = regions("def broken(:\n    pass\n\nx = [\n", "python")
     assert all(r.kind == "block" for r in rs)
+
+
+def test_a_header_is_c_or_cpp_by_which_grammar_parses_it():
+    cpp = ("#pragma once\n#include <string>\n\nnamespace c10 {\ntemplate <typename T>\nclass Box {\n public:\n"
+           "  T get() const { return v_; }\n\n private:\n  T v_;\n};\n}  // namespace c10\n")
+    c = "#ifndef BOX_H\n#define BOX_H\n\nstruct box {\n  int v;\n};\n\nint box_get(const struct box *b);\n\n#endif\n"
+    assert language_for("include/box.h", cpp) == "cpp"
+    assert language_for("include/box.h", c) == "c"
+    assert language_for("src/box.py", cpp) == "python"  # an extension that names one language decides
+    assert language_for("", "def f(x):\n    return x + 1\n") == "python"  # no path: a guess from the text
