@@ -325,7 +325,7 @@ class Applier:
                         cancel=cancel)
 
     def context_limit(self) -> int | None:
-        return getattr(self.target.model.config, "max_position_embeddings", None)
+        return self.target.context_limit()
 
     def decode(self, prompt, proposer, draft_length, max_new, sampling: Sampling, stop, stats: DecodeStats,
                cancel: threading.Event, typical_threshold: float | None = None) -> Iterator[list[int]]:

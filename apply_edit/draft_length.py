@@ -173,7 +173,7 @@ COST_CONTEXTS = (1000, 6000)  # two points give the slope; attention is linear i
 def measure_cost(target, contexts=COST_CONTEXTS, ks=(0, 1, 4, 16, 32, 64), repeats: int = 3) -> CostCurve:
     """Time verify passes over k drafted tokens after each context length (median of repeats); contexts the
     model cannot hold are skipped."""
-    limit = getattr(target.model.config, "max_position_embeddings", None) or float("inf")
+    limit = target.context_limit() or float("inf")
     points = {}
     for context in [c for c in contexts if c + max(ks) + 1 < limit] or [min(contexts)]:
         prefix = [(i * 7919) % 1000 + 100 for i in range(context)]

@@ -130,10 +130,13 @@ def test_region_policy_keeps_the_engine_exact():
 
 
 class TimedStub:
-    """Just enough of a target for measure_cost: a config and a logits() that costs nothing."""
+    """Just enough of a target for measure_cost: a context limit and a logits() that costs nothing."""
 
-    def __init__(self, **config):
-        self.model = type("Model", (), {"config": type("Config", (), config)()})()
+    def __init__(self, max_position_embeddings: int | None = None):
+        self.limit = max_position_embeddings
+
+    def context_limit(self):
+        return self.limit
 
     def reset(self):
         pass

@@ -78,6 +78,10 @@ class TransformersTarget:
     def dtype(self) -> torch.dtype:
         return self.model.dtype
 
+    def context_limit(self) -> int | None:
+        """The most tokens (prompt and output) the model takes, None when its config does not say."""
+        return getattr(self.model.config, "max_position_embeddings", None)
+
     def eos_ids(self) -> set[int]:
         ids = self.model.generation_config.eos_token_id
         ids = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
