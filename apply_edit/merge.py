@@ -305,9 +305,8 @@ def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet, orig: list[str], co
     """A snippet without a leading (trailing) marker whose unmatched head (tail) is followed (preceded)
     by a match of a line found once in the original rewrites the original's head (tail) when that is no
     longer than the snippet's plus one."""
-    def anchors(op: tuple) -> bool:
-        key = orig[op[2]].strip()
-        return op[0] in ("match", "edit") and not _trivial(key) and counts[key] == 1
+    def anchors(op: tuple) -> bool:  # only a match or an edit has an original line (op[2])
+        return op[0] in ("match", "edit") and not _trivial(key := orig[op[2]].strip()) and counts[key] == 1
 
     def rewrite(seq: list[tuple]) -> list[tuple]:
         kept = next((n for n, op in enumerate(seq) if op[0] != "keep"), len(seq))

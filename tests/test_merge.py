@@ -306,6 +306,12 @@ def test_a_function_the_parser_read_without_its_body_is_not_shown_whole():
     assert merge(go, update, "go").text == want
 
 
+def test_a_function_shown_whole_right_before_the_last_line():
+    # The tail check read the original line of a deletion, which has none: IndexError (found by the HTTP fuzz).
+    assert merge("def f():\n    return 1\nx = 3\n", "def f():\n    return 2\n", "python").text == \
+        "def f():\n    return 2\nx = 3\n"
+
+
 def test_a_marker_inside_a_docstring_scopes_nothing():
     # Its indentation is prose: the docstring's closing quotes land where the docstring ends, not on the
     # first less indented line of prose (`Raises:`).
