@@ -3,6 +3,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))  # test modules share helpers (e.g. random_model)
@@ -40,6 +41,41 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def http_server(target, load=True, **kw):
+    """An in-process ApplyServer on smollm2-135m (`target`) with the HTTP face, both on free ports."""
+    from apply_edit.service.server import ApplyServer
+
+    server = ApplyServer("smollm2-135m", port=0, http_port=0, log=lambda *_: None, **kw)
+    server.start()
+    if load:
+        server.load_model(target)
+    return server
+
+
+def long_chat(max_tokens=400) -> dict:
+    """A streamed chat the small model answers one token per verify pass for many passes: time to cut it."""
+    return {"model": "auto", "messages": [{"role": "user", "content": "Count from 1 to 1000, one per line."}],
+            "max_tokens": max_tokens, "stream": True}
+
+
+@pytest.fixture(scope="module")
+def fuzz_examples(request) -> int:
+    """The fuzz tests' size (tests/test_fuzz.py, tests/test_http_faults.py): each runs its share of it."""
+    n = request.config.getoption("--fuzz-examples")
+    if n is None:
+        n = int(os.environ.get("APPLY_EDIT_FUZZ_EXAMPLES", 200))
+    assert n > 0, "--fuzz-examples must be positive"
+    return n
+
+
 # CI: the same examples every run, so a failure is reproducible and never a fluke of the draw.
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
@@ -47,12 +83,15 @@ if os.environ.get("CI"):
 
 
 def pytest_addoption(parser):
-    # tests/test_fuzz.py: how many random examples each fuzz test runs (its docstring has the numbers).
+    # tests/test_fuzz.py, tests/test_http_faults.py: how many random examples the fuzz tests run (their docstrings
+    # have the numbers).
     parser.addoption("--fuzz-examples", type=int, default=None,
-                     help="examples per fuzz test in tests/test_fuzz.py (default 200; the full run is 10000)")
+                     help="fuzz size for tests/test_fuzz.py and tests/test_http_faults.py (default 200, env "
+                          "APPLY_EDIT_FUZZ_EXAMPLES; the full run is 10000)")
     # tests/test_faults.py and tests/test_soak.py: CI sizes by default; the long runs are these options.
     parser.addoption("--faults", type=int, default=int(os.environ.get("APPLY_EDIT_FAULTS", 50)),
-                     help="faults injected in a row against one server (default 50, env APPLY_EDIT_FAULTS)")
+                     help="faults injected in a row against one server, gRPC and HTTP (default 50, env "
+                          "APPLY_EDIT_FAULTS)")
     parser.addoption("--soak-seconds", type=float, default=float(os.environ.get("APPLY_EDIT_SOAK_SECONDS", 45)),
                      help="how long the soak test keeps 8 streams busy (default 45, env APPLY_EDIT_SOAK_SECONDS)")
     parser.addoption("--soak-max-new-tokens", type=int,

@@ -33,7 +33,6 @@ INTERNAL/UNKNOWN, never a hang. Afterwards the server is SERVING and a normal re
 from __future__ import annotations
 
 import math
-import os
 import random
 import time
 
@@ -50,18 +49,8 @@ from apply_edit.proposers import Draft, DraftModelSampler, SuffixArrayProposer, 
 from apply_edit.sampling import Sampling
 from conftest import wait_until
 
-DEFAULT_EXAMPLES = 200
 SAMPLED_SHARE = 2  # the sampled engine test runs N / 2 examples
 SERVICE_SHARE, SERVICE_CAP = 2, 1000  # the service test runs N / 2 requests, at most 1,000 (they run the model)
-
-
-@pytest.fixture(scope="module")
-def fuzz_examples(request) -> int:
-    n = request.config.getoption("--fuzz-examples")
-    if n is None:
-        n = int(os.environ.get("APPLY_EDIT_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
-    assert n > 0, "--fuzz-examples must be positive"
-    return n
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 import json
 import shutil
 import subprocess
-import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -15,8 +14,7 @@ from apply_edit.apply import Applier, ApplyOptions
 from apply_edit.bench import request_for
 from apply_edit.cases import load_case
 from apply_edit.models.transformers_target import TransformersTarget
-from apply_edit.service.server import ApplyServer
-from conftest import FIXTURES, wait_until
+from conftest import FIXTURES, http_server, long_chat, wait_until
 
 pytestmark = pytest.mark.model
 ROOT = Path(__file__).parent.parent
@@ -33,17 +31,9 @@ def target():
     return TransformersTarget.load("smollm2-135m")
 
 
-def start(target, load=True, **kw) -> ApplyServer:
-    server = ApplyServer("smollm2-135m", port=0, http_port=0, log=lambda *_: None, **kw)
-    server.start()
-    if load:
-        server.load_model(target)
-    return server
-
-
 @pytest.fixture(scope="module")
 def server(target):
-    server = start(target, max_request_bytes=100_000)
+    server = http_server(target, max_request_bytes=100_000)
     yield server
     server.stop(0)
 
@@ -164,7 +154,7 @@ def test_the_sdk_raises_the_status_errors(server):
 
 
 def test_token_is_required_except_for_health(target, tmp_path):
-    server = start(target, token="s3cret-token")
+    server = http_server(target, token="s3cret-token")
     try:
         with pytest.raises(openai.AuthenticationError):
             client(server, api_key="wrong").models.list()
@@ -176,7 +166,7 @@ def test_token_is_required_except_for_health(target, tmp_path):
 
 
 def test_loading_is_503_with_retry_after(target):
-    server = start(target, load=False)
+    server = http_server(target, load=False)
     try:
         got, headers, answer = post(server, "/v1/chat/completions",
                                     {"model": "auto", "messages": [{"role": "user", "content": tagged(CASE)}]})
@@ -185,13 +175,8 @@ def test_loading_is_503_with_retry_after(target):
         server.stop(0)
 
 
-def long_chat(max_tokens=400):
-    return {"model": "auto", "messages": [{"role": "user", "content": "Count from 1 to 1000, one per line."}],
-            "max_tokens": max_tokens, "stream": True}
-
-
 def test_queue_full_is_429_with_retry_after(target):
-    server = start(target, max_queue=0)
+    server = http_server(target, max_queue=0)
     try:
         stream = client(server).chat.completions.create(**long_chat())
         next(iter(stream))  # holds the model
@@ -204,7 +189,7 @@ def test_queue_full_is_429_with_retry_after(target):
 
 
 def test_deadline_is_504_and_frees_the_model(target):
-    server = start(target, http_timeout_s=1.0)
+    server = http_server(target, http_timeout_s=1.0)
     try:
         got, _, answer = post(server, "/v1/chat/completions", {**long_chat(), "stream": False})
         assert got == 504 and answer["error"]["code"] == "timeout"

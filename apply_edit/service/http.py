@@ -36,13 +36,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
 
 from ..apply import Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyRun
 from ..chat import ChatOptions, stream_chat
 from ..decide import ApplyRefused
-from ..languages import KNOWN_LANGUAGES, language_of
+from ..languages import KNOWN_LANGUAGES
 from ..prompting import text_bytes
-from ..regions import guess_language
+from ..regions import language_for
 from .core import Busy, ClientGone, ModelService, NotReady
 from .metrics import size_class
 
@@ -159,7 +160,7 @@ def parse_apply_message(text: str) -> tuple[str, str, str] | None:
 def _language(path: str | None, language: str | None, original: str, update: str) -> str:
     if language and language.lower() in KNOWN_LANGUAGES:
         return language.lower()
-    return language_of(path) if path else guess_language(original or update)
+    return language_for(path, original or update)
 
 
 def _usage(run: ApplyRun, prediction: bool = False) -> dict:
@@ -198,6 +199,14 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
         metrics.requests.labels(exc.metric, "unknown", "unknown").inc()
         return error_response(exc)
 
+    @app.exception_handler(HTTPException)
+    async def on_framework_error(request: Request, exc: HTTPException):
+        """FastAPI's own refusals, in OpenAI's shape too: a body it cannot parse (invalid UTF-8, nesting past the
+        recursion limit, an integer of thousands of digits; the cause says which), an unknown route or method."""
+        message = f"{exc.detail}: {exc.__cause__}" if exc.__cause__ else str(exc.detail)
+        return await on_http_error(request, HttpError(exc.status_code, message, "invalid_request_error",
+                                                      headers=exc.headers))
+
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, exc: RequestValidationError):
         first = exc.errors()[0] if exc.errors() else {}
@@ -218,6 +227,11 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
                           else "wrong bearer token")
                 metrics.requests.labels("UNAUTHENTICATED", "unknown", "unknown").inc()
                 return error_response(HttpError(401, reason, "invalid_request_error", "invalid_api_key"))
+        if "transfer-encoding" in request.headers:  # chunked: no size to check before the body is read, all of it
+            metrics.requests.labels("INVALID_ARGUMENT", "unknown", "unknown").inc()
+            return error_response(HttpError(411, "send the body with a Content-Length header: this server checks a "
+                                                 "body's size before reading it, so it takes no chunked bodies",
+                                            "invalid_request_error", "length_required"))
         length = request.headers.get("content-length")
         # JSON escaping can double the text (newlines, quotes): allow twice the limit on the wire.
         if length and length.isdigit() and int(length) > 2 * max_request_bytes + 65536:
@@ -246,15 +260,23 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
             raise HttpError(404, f"model {name!r} is not served here; use one of {', '.join(model_names)}",
                             "invalid_request_error", "model_not_found", "model", metric="NOT_FOUND")
 
-    def check_size(*texts: str) -> None:
+    def check_text(*texts: str) -> None:
+        """The texts that reach the tokenizer: within the size limit, and Unicode (JSON's \\ud800 escapes decode to
+        lone surrogates, which the tokenizer cannot take)."""
         size = text_bytes(*texts)
         if size > max_request_bytes:
             raise HttpError(413, f"request is {size} bytes of text; this server accepts at most "
                                  f"{max_request_bytes}", "invalid_request_error", "request_too_large")
+        for text in texts:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise _bad(f"the text holds a lone surrogate ({text[exc.start]!r} at character {exc.start}), "
+                           f"which is not Unicode text; send UTF-8")
 
     def apply_job(original: str, update: str, instruction: str, path: str | None, language: str | None,
                   options: ApplyOptions) -> _Job:
-        check_size(original, update, instruction)
+        check_text(original, update, instruction)
         request = ApplyRequest(original, update, instruction, _language(path, language, original, update), path or "")
         try:
             request.validate()
@@ -278,7 +300,7 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
             return apply_job(original, update, instruction, body.path, body.language, options)
         prediction = _text(body.prediction.content) if body.prediction else ""
         messages = [{"role": m.role, "content": _text(m.content)} for m in body.messages]
-        check_size(prediction, *(m["content"] for m in messages))
+        check_text(prediction, *(text for m in messages for text in (m["role"], m["content"])))
         stops = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop or ())
         options = ChatOptions(max_new_tokens=max_new, temperature=body.temperature or 0.0,
                               top_p=body.top_p if body.top_p is not None else 1.0, seed=body.seed, k=default_k,
@@ -467,14 +489,14 @@ def _sse(data: Any) -> str:
 
 
 async def _watch_disconnect(request: Request, gone: threading.Event, job: _Job) -> None:
-    """A client that hangs up cancels its run (streaming or not) within one verify pass."""
-    while not gone.is_set():
-        if await request.is_disconnected():
-            gone.set()
-            if job.run is not None:
-                job.run.cancel()
-            return
-        await asyncio.sleep(0.1)
+    """A client that hangs up cancels its run (streaming or not) within one verify pass. It waits for the
+    disconnect message itself: `request.is_disconnected()` polls with a cancelled receive, which behind a
+    middleware (the guard) is cancelled before it returns, so it never saw one."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+    if job.run is not None:
+        job.run.cancel()
 
 
 def _as_http(exc: BaseException) -> HttpError:
