@@ -4,7 +4,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, given, settings
 
 sys.path.insert(0, str(Path(__file__).parent))  # test modules share helpers (e.g. random_model)
 
@@ -101,3 +101,13 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "soak: keeps a server busy for --soak-seconds (tests/test_soak.py)")
+
+
+def run_hypothesis(n: int, strategy, check) -> None:
+    """Run `check(example)` on n examples of `strategy` (the count is known only at run time)."""
+    @settings(max_examples=n, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def fuzz(example):
+        check(example)
+
+    fuzz()

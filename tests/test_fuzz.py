@@ -39,7 +39,7 @@ import time
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import strategies as st
 
 from apply_edit.decoding import Decoding, greedy_decode, speculative_greedy
 from apply_edit.draft_length import AdaptiveK, CostCurve, RegionAdaptiveK
@@ -47,7 +47,7 @@ from apply_edit.models import FunctionModel
 from apply_edit.prompting import TextStop
 from apply_edit.proposers import Draft, DraftModelSampler, SuffixArrayProposer, draft_model_proposer, no_draft
 from apply_edit.sampling import Sampling
-from conftest import wait_until
+from conftest import run_hypothesis, wait_until
 
 SAMPLED_SHARE = 2  # the sampled engine test runs N / 2 examples
 SERVICE_SHARE, SERVICE_CAP = 2, 1000  # the service test runs N / 2 requests, at most 1,000 (they run the model)
@@ -60,16 +60,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def run_hypothesis(n: int, strategy, check) -> None:
-    """Run `check(example)` on n examples of `strategy` (the count is known only at run time)."""
-    @settings(max_examples=n, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(strategy)
-    def fuzz(example):
-        check(example)
-
-    fuzz()
 
 
 # --- Random small deterministic models ---

@@ -41,12 +41,12 @@ from typing import NamedTuple
 import openai
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import strategies as st
 
 from apply_edit.cases import load_case
 from apply_edit.models.transformers_target import TransformersTarget
 from apply_edit.service.http_load import apply_message
-from conftest import FIXTURES, free_port, http_server, long_chat, rss_mib, wait_until
+from conftest import FIXTURES, free_port, http_server, long_chat, rss_mib, run_hypothesis, wait_until
 
 pytestmark = pytest.mark.model
 
@@ -442,16 +442,6 @@ def check_case(case: Case, status: int, headers, data: bytes) -> None:
     assert case.expect != "serve", f"refused a valid request: {status} {error}"
     if case.expect in ("413", "411"):
         assert status == int(case.expect), (status, error)
-
-
-def run_hypothesis(n: int, strategy, check) -> None:
-    """Run `check(example)` on n examples of `strategy` (the count is known only at run time)."""
-    @settings(max_examples=n, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(strategy)
-    def fuzz(example):
-        check(example)
-
-    fuzz()
 
 
 def sdk(port: int) -> openai.OpenAI:
