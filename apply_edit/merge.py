@@ -728,13 +728,25 @@ def _attached_lines(snippet: _Snippet, o_keys: list[str], counts: Counter, langu
     def attaches(key: str) -> bool:
         return bool(_ATTRIBUTE.match(key)) or comment(key)
 
-    def followed_by(skip) -> list[str | None]:  # per original line: the next line after it not skipped
-        out, after = [None] * len(o_keys), None
+    def followed_by(skip):
+        """Per original line the next line after it not skipped, and those lines indexed by their first and
+        last four characters (a line `_similar` to another shares one of them)."""
+        out, after, index = [None] * len(o_keys), None, {}
         for j in range(len(o_keys) - 1, -1, -1):
             out[j] = after
+            if after is not None:
+                index.setdefault(after[:4], []).append(j)
+                index.setdefault("\0" + after[-4:], []).append(j)
             if o_keys[j] and not skip(o_keys[j]):
                 after = o_keys[j]
-        return out
+        return out, index
+
+    def followed_lines(target: str, following) -> np.ndarray:
+        lines_after, index = following
+        mask = np.zeros(len(o_keys), dtype=bool)
+        for j in set(index.get(target[:4], ())) | set(index.get("\0" + target[-4:], ())):
+            mask[j] = lines_after[j] == target or _similar(lines_after[j], target)
+        return mask
 
     next_code, next_line = followed_by(attaches), followed_by(lambda key: False)
     lines = snippet.lines
@@ -755,7 +767,7 @@ def _attached_lines(snippet: _Snippet, o_keys: list[str], counts: Counter, langu
             target, following = next(lines[t].strip() for t in range(i + 1, code + 1) if lines[t].strip()), next_line
         else:
             continue  # a comment of its own, in a block a line found once places
-        found[i] = np.array([f is not None and (f == target or _similar(f, target)) for f in following], dtype=bool)
+        found[i] = followed_lines(target, following)
     return found
 
 
