@@ -50,11 +50,13 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     if markers:
         found.append(f"it writes {markers} marker line(s) (`... existing code ...`) the original does not have")
     parser = parser_for(language)
-    if parser is not None and result.strip() and original.strip():
-        if not parser.parse(original.encode()).root_node.has_error and parser.parse(result.encode()).root_node.has_error:
-            found.append(f"it does not parse as {language} (the original does)")
-    twice = sorted({name for _, name in duplicate_declarations(result, language)
-                    - duplicate_declarations(original, language)})
+    # Each text parsed once, for both checks that read its tree.
+    old_tree, new_tree = (parser.parse(text.encode()).root_node if parser is not None and text.strip() else None
+                          for text in (original, result))
+    if old_tree is not None and new_tree is not None and not old_tree.has_error and new_tree.has_error:
+        found.append(f"it does not parse as {language} (the original does)")
+    twice = sorted({name for _, name in duplicate_declarations(new_tree, language)
+                    - duplicate_declarations(old_tree, language)})
     if twice:
         found.append(f"it declares {', '.join(f'`{n}`' for n in twice)} twice in one scope (the original does not)")
     if result == original and any(line not in before for line in snippet):

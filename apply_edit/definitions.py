@@ -102,9 +102,17 @@ def _outer(node):
 
 def definitions(text: str, language: str) -> list[Definition]:
     """The named definitions in text, outer ones before the ones inside them."""
+    root = _tree(text, language)
+    return [] if root is None else _definitions_in(root)
+
+
+def _tree(text: str, language: str):
+    """The root of text's tree-sitter parse, None without a grammar or text."""
     parser = parser_for(language)
-    if parser is None or not text.strip():
-        return []
+    return parser.parse(text.encode("utf-8")).root_node if parser is not None and text.strip() else None
+
+
+def _definitions_in(root) -> list[Definition]:
     found: list[Definition] = []
 
     def visit(node) -> None:
@@ -116,7 +124,7 @@ def definitions(text: str, language: str) -> list[Definition]:
                 found.append(Definition(child.type, name, start, end, _name_line(child), not child.has_error))
             visit(child)
 
-    visit(parser.parse(text.encode("utf-8")).root_node)
+    visit(root)
     return found
 
 
@@ -125,9 +133,9 @@ def snippet_definitions(text: str, language: str, cuts: list[int]) -> list[Defin
     errors and tree-sitter's recovery can lose every definition after them; so each piece between the
     lines in `cuts` (its top-level markers) is parsed alone too, and fills in what the whole parse lost
     or found only broken."""
-    found = definitions(text, language)
-    parser = parser_for(language)
-    if parser is None or not cuts or not parser.parse(text.encode("utf-8")).root_node.has_error:
+    root = _tree(text, language)
+    found = [] if root is None else _definitions_in(root)
+    if not cuts or root is None or not root.has_error:
         return found
     lines = text.split("\n")
     bounds = [-1, *sorted(cuts), len(lines)]
@@ -169,14 +177,15 @@ def _declared(node) -> list[str]:
     return [name] if name else []
 
 
-def duplicate_declarations(text: str, language: str) -> Counter:
-    """(enclosing definitions' names, name) for each name declared twice or more in one scope, counted per
-    scope: `const x` twice in one block, a Go function or a Java field defined twice."""
-    kinds, parser = _SINGLE.get(language), parser_for(language)
+def duplicate_declarations(root, language: str) -> Counter:
+    """(enclosing definitions' names, name) for each name declared twice or more in one scope of a parse
+    (its root node; None: nothing), counted per scope: `const x` twice in one block, a Go function or a
+    Java field defined twice."""
+    kinds = _SINGLE.get(language)
     found: Counter = Counter()
-    if not kinds or parser is None or not text.strip():
+    if not kinds or root is None:
         return found
-    stack = [(parser.parse(text.encode("utf-8")).root_node, ())]
+    stack = [(root, ())]
     while stack:
         node, path = stack.pop()
         names = Counter(n for c in node.named_children if c.type in kinds for n in _declared(c))

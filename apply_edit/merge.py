@@ -208,6 +208,21 @@ def _similar(a: str, b: str) -> bool:
     return common >= 8 and common >= 0.6 * shorter
 
 
+def _ends_index(keys: list[str | None]) -> dict[str, list[int]]:
+    """Positions of the keys by their first and by their last four characters: a line `_similar` to
+    another (or equal to it) shares one of them, so only those need comparing."""
+    index: dict[str, list[int]] = {}
+    for j, key in enumerate(keys):
+        if key is not None:
+            index.setdefault(key[:4], []).append(j)
+            index.setdefault("\0" + key[-4:], []).append(j)
+    return index
+
+
+def _sharing_ends(index: dict[str, list[int]], key: str) -> set[int]:
+    return set(index.get(key[:4], ())) | set(index.get("\0" + key[-4:], ()))
+
+
 @dataclass
 class _Snippet:
     lines: list[str]  # the snippet's code lines, markers removed
@@ -336,11 +351,7 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
     ids: dict[str, int] = {}
     o_key_id = np.array([ids.setdefault(k, len(ids)) for k in o_keys], dtype=np.int64)
     o_exact_id = np.array([ids.setdefault("\0" + k, len(ids)) for k in o_rstrip], dtype=np.int64)
-    by_start: dict[str, list[int]] = {}
-    for j, k in enumerate(o_keys):
-        if len(k) >= 4:
-            by_start.setdefault(k[:4], []).append(j)
-            by_start.setdefault("\0" + k[-4:], []).append(j)
+    by_ends = _ends_index(o_keys)
     delete = np.where(o_blank, DELETE_BLANK, DELETE)
     # A definition shown whole (snippet lines a..b) replaces the original's (lines start..end): the
     # alignment is at column `start` before line a and places line b on column end + 1.
@@ -442,7 +453,7 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
             if exact is not None:
                 gain[o_exact_id == exact] = weight
         if key and len(key) >= 4 and key not in counts:  # a line the original has is not an edit of another
-            for j in set(by_start.get(key[:4], [])) | set(by_start.get("\0" + key[-4:], [])):
+            for j in _sharing_ends(by_ends, key):
                 if gain[j] == _NEG and _similar(key, o_keys[j]):
                     gain[j], edited[j] = EDITED, True
         if (decorated := attached.get(i - 1)) is not None:
@@ -613,7 +624,7 @@ def _indented_block_ends(lines: list[str], code_of) -> dict[int, int]:
 
 
 def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter,
-                   original_ends: dict[int, int], code_of) -> dict[int, int]:
+                   snippet_ends: dict[int, int], original_ends: dict[int, int]) -> dict[int, int]:
     """A block the snippet opens on an original line found once closes where the original's block does.
     With a marker inside, the marker stands for the rest of that block and no more (where the
     indentation cannot tell, as in a C `switch` whose `case` lines sit at its own depth); shown whole,
@@ -621,8 +632,7 @@ def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
     them and the snippet's closing lines be written twice)."""
     placed = {op[1]: op[2] for op in ops if op[0] == "match"}
     found = {}
-    pairs = {**_block_ends(snippet.lines, code_of), **_indented_block_ends(snippet.lines, code_of)}
-    for opener, closer in pairs.items():
+    for opener, closer in snippet_ends.items():
         at = placed.get(opener)
         if at is None or at not in original_ends or placed.get(closer) == original_ends[at] \
                 or counts[orig[at].strip()] != 1:
@@ -729,22 +739,18 @@ def _attached_lines(snippet: _Snippet, o_keys: list[str], counts: Counter, langu
         return bool(_ATTRIBUTE.match(key)) or comment(key)
 
     def followed_by(skip):
-        """Per original line the next line after it not skipped, and those lines indexed by their first and
-        last four characters (a line `_similar` to another shares one of them)."""
-        out, after, index = [None] * len(o_keys), None, {}
+        """Per original line the next line after it not skipped, and those lines by their ends (`_ends_index`)."""
+        out, after = [None] * len(o_keys), None
         for j in range(len(o_keys) - 1, -1, -1):
             out[j] = after
-            if after is not None:
-                index.setdefault(after[:4], []).append(j)
-                index.setdefault("\0" + after[-4:], []).append(j)
             if o_keys[j] and not skip(o_keys[j]):
                 after = o_keys[j]
-        return out, index
+        return out, _ends_index(out)
 
     def followed_lines(target: str, following) -> np.ndarray:
         lines_after, index = following
         mask = np.zeros(len(o_keys), dtype=bool)
-        for j in set(index.get(target[:4], ())) | set(index.get("\0" + target[-4:], ())):
+        for j in _sharing_ends(index, target):
             mask[j] = lines_after[j] == target or _similar(lines_after[j], target)
         return mask
 
@@ -835,6 +841,8 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
 
     code_of = _code_of(language)
     original_ends = _block_ends(orig, code_of)
+    # Where the snippet's blocks close, by brackets and, where a marker hides closers, by indentation.
+    snippet_ends = {**_block_ends(snippet.lines, code_of), **_indented_block_ends(snippet.lines, code_of)}
 
     def align(context: dict[int, int]) -> list[tuple]:
         return _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, context), snippet, orig, counts)
@@ -842,7 +850,7 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig),
                            lambda o: _resumed_lines(o, snippet, orig, counts),
                            lambda o: _resuming_runs(o, snippet, orig),
-                           lambda o: _closing_twins(o, snippet, orig, counts, original_ends, code_of)], align)
+                           lambda o: _closing_twins(o, snippet, orig, counts, snippet_ends, original_ends)], align)
 
     in_pair = {i for a, b, _, _, whole in pairs if whole for i in range(a, b + 1)}
     matched_by_hunk: dict[int, list[tuple[str, str]]] = {}
