@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .definitions import duplicate_declarations
+from .definitions import definitions, duplicate_declarations, snippet_definitions
 from .merge import code_lines, is_marker, merge
 from .regions import parser_for
 
@@ -34,6 +34,30 @@ def _missing_in_order(wanted: list[str], have: list[str]) -> int:
         else:
             at = found + 1
     return missing
+
+
+def _changed_whole_definitions(update: str, result: str, language: str) -> list[str]:
+    """Names of the definitions the snippet shows whole (with their body, no marker inside or right
+    after) that the result holds with other lines: code was interleaved into them (a new method's header
+    read as an edit of the next method's keeps that one's body under the new name)."""
+    lines = update.split("\n")
+    markers = [n for n, line in enumerate(lines) if is_marker(line) or line.strip() in ("...", "…")]
+    shown = snippet_definitions(update, language, [n for n in markers if line_is_top_level(lines[n])])
+    names = Counter((d.kind, d.name) for d in shown)
+    wanted = {(d.kind, d.name): code_lines("\n".join(lines[d.name_line:d.end_line + 1])) for d in shown
+              if d.complete and names[d.kind, d.name] == 1 and d.end_line > d.name_line
+              and not any(d.start_line <= m <= d.end_line + 1 for m in markers)}
+    if not wanted:
+        return []
+    out = result.split("\n")
+    have = [d for d in definitions(result, language) if (d.kind, d.name) in wanted]
+    found = Counter((d.kind, d.name) for d in have)
+    return sorted({d.name for d in have if found[d.kind, d.name] == 1
+                   and code_lines("\n".join(out[d.name_line:d.end_line + 1])) != wanted[d.kind, d.name]})
+
+
+def line_is_top_level(line: str) -> bool:
+    return not line[:1].isspace()
 
 
 def problems(original: str, update: str, result: str, language: str, kept_by_merge: str | None = None,
@@ -59,6 +83,8 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
                     - duplicate_declarations(old_tree, language)})
     if twice:
         found.append(f"it declares {', '.join(f'`{n}`' for n in twice)} twice in one scope (the original does not)")
+    if changed := _changed_whole_definitions(update, result, language):
+        found.append(f"it has {', '.join(f'`{n}`' for n in changed)} with other lines than the snippet shows whole")
     if result == original and any(line not in before for line in snippet):
         found.append("it is the original unchanged, but the snippet shows lines the original does not have")
     elif result == original and instruction.strip() and all(line in before for line in snippet):

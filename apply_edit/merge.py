@@ -6,14 +6,17 @@ original lines kept as they are. The merge is one alignment of the whole snippet
 
 - a snippet line equal to an original line matches it; a line unique in the original is worth much more
   than a common one (`return nil`, `}`), and writing such a line as new code (a duplicate) costs as much;
-- a line that looks like an edited version of an original line (shared start and end) replaces it;
+- a line that looks like an edited version of an original line (shared start and end, or the same call
+  of a name the file calls once) replaces it; a line that names nothing (`break;`, `return nil`,
+  `} else {`) is a common line, even where the original has it once;
 - between two snippet lines with no marker between them, original lines are deleted (that is how a
   snippet shows a deletion); at a marker they are kept for free, but only as deep as the marker is
   indented: a marker inside a body stands for the rest of that body, not for what follows the body
   (keeping a less indented line there costs more than a deletion);
 - a definition (function, method, class, type, impl) that the snippet shows whole, with no marker inside,
   replaces the original's definition of the same kind and name from its first line to its last (tree-
-  sitter, `definitions.py`);
+  sitter, `definitions.py`); one with no namesake there is new code, not an edit of the definition
+  whose header it resembles, unless its body is mostly that one's (a rename);
 - before the first and after the last snippet line, with no marker there, original lines are kept too
   (a snippet without markers is a piece of the file), unless the snippet's unmatched head or tail is a
   rewrite of a head or tail of about its own size, or the snippet starts (ends) with the file's own
@@ -47,7 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .definitions import definitions, lines_inside_strings, snippet_definitions
+from .definitions import Definition, definitions, lines_inside_strings, snippet_definitions
 from .languages import BY_NAME, Language
 
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|<!--|--|\{/\*|;)\s*(?P<body>.*?)\s*(?:\*/\}|\*/|-->)?\s*$")
@@ -190,6 +193,18 @@ def _trivial(key: str) -> bool:
     return len(key) <= 3 or not any(ch.isalnum() for ch in key)
 
 
+# Words that name nothing: a line made only of them and punctuation (`break;`, `return nil`, `} else {`)
+# is the same in every block, so even found once in the original it says little about where a hunk goes.
+_NAMELESS = frozenset("""break continue return pass else try finally default do end then fi done
+    nil null None undefined true false True False self this super raise throw yield fallthrough""".split())
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_LITERAL = re.compile(r"\d|['\"`]")
+
+
+def _names_nothing(key: str) -> bool:
+    return all(word in _NAMELESS for word in _WORD.findall(key)) and not _LITERAL.search(key)
+
+
 def _closes(key: str) -> bool:
     """A line that only closes blocks: `}`, `});`, `]`, `end`."""
     return bool(key) and _trivial(key) and (key[0] in "})]" or key.rstrip(";") == "end")
@@ -206,6 +221,27 @@ def _similar(a: str, b: str) -> bool:
     end = next((i for i, (x, y) in enumerate(zip(reversed(a), reversed(b))) if x != y), shorter)
     common = min(start + end, shorter)
     return common >= 8 and common >= 0.6 * shorter
+
+
+_CALL = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
+_NOT_CALLS = frozenset("if while for switch return catch sizeof typeof function elif and or not in".split())
+
+
+def _calls(key: str) -> tuple[str, ...]:
+    """The names a line calls, in order (`if (!write_bignum(out, x))` -> write_bignum)."""
+    return tuple(name for name in _CALL.findall(key) if name not in _NOT_CALLS)
+
+
+def _rare_calls(keys: list[str]) -> dict[tuple[str, ...], set[int]]:
+    """Lines by the names they call, for calls on at most two lines (a definition and one use) with a
+    name of six characters or more: a snippet line calling the same is an edit of that line, however
+    its arguments changed or whatever now wraps the call (`if (!write_bignum(out, x))`). Calls found
+    more often (`fmt.Errorf`, `print`) say nothing about which line was edited."""
+    found: dict[tuple[str, ...], set[int]] = {}
+    for j, key in enumerate(keys):
+        if (calls := _calls(key)) and max(map(len, calls)) >= 6:
+            found.setdefault(calls, set()).add(j)
+    return {calls: lines for calls, lines in found.items() if len(lines) <= 2}
 
 
 def _ends_index(keys: list[str | None]) -> dict[str, list[int]]:
@@ -258,17 +294,20 @@ def _parse_snippet(update_lines: list[str], original_keys: set[str], language: s
     return _Snippet(lines, hunk_of, reach, number, markers)
 
 
-def _pairs(original: str, update: str, snippet: _Snippet, language: str) -> list[tuple[int, int, int, int, bool]]:
+def _shown_whole(d: Definition, snippet: _Snippet) -> bool:
+    """Whether the snippet shows definition d whole: it parses, no marker inside it or right after it
+    (that may be the rest of its body)."""
+    return d.complete and not any(d.start_line <= m <= d.end_line + 1 for m in snippet.markers)
+
+
+def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition]
+           ) -> list[tuple[int, int, int, int, bool]]:
     """(first, last snippet code line, first, last original line, whole) for the snippet's definitions
     that have exactly one namesake of their kind in the original and in the snippet: those shown whole
     (no marker inside: `whole`), and those shown with markers inside but with their closing line
     (`}`, `end`), whose first and last lines are the original's first and last."""
-    update_lines = split_lines(update)
-    top_level = [n for n in snippet.markers if not _width(update_lines[n])]
-    in_snippet = snippet_definitions(update, language, top_level)
     if not in_snippet:
         return []
-    in_original = definitions(original, language)
     names = Counter((d.kind, d.name) for d in in_original)
     shown_names = Counter((d.kind, d.name) for d in in_snippet)
     by_name = {(d.kind, d.name): d for d in in_original}
@@ -284,8 +323,7 @@ def _pairs(original: str, update: str, snippet: _Snippet, language: str) -> list
         o = by_name[key]
         # Without decorators of its own, the snippet's definition leaves the original's in place.
         start = o.start_line if d.name_line > d.start_line else o.name_line
-        # (a marker right after it may be the rest of its body: not shown whole then)
-        whole = d.complete and not any(d.start_line <= m <= d.end_line + 1 for m in snippet.markers)
+        whole = _shown_whole(d, snippet)
         if whole and d.end_line == d.name_line and o.end_line > o.name_line:
             continue  # a body-less line (Go's `func f()` before a `{` the parser lost) is no whole body
         last = snippet.lines[index[d.end_line]]
@@ -303,6 +341,27 @@ def _pairs(original: str, update: str, snippet: _Snippet, language: str) -> list
         if all(p[2] > q[3] or (q[0] <= p[0] and p[1] <= q[1] and q[2] <= p[2] and p[3] <= q[3]) for q in kept):
             kept.append(p)
     return kept
+
+
+def _not_renames(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition],
+                 orig: list[str]) -> dict[int, set[int]]:
+    """Per snippet line that starts a definition shown whole with no namesake in the original: the
+    original definitions' first lines it must not be read as an edit of. A new definition's header
+    looks like its neighbour's (`def peek(self, key, default=None)` beside `def setdefault(self, key,
+    default=None)`); it renames that one only where its body is mostly that one's body."""
+    index = {n: i for i, n in enumerate(snippet.number)}
+    names = {(d.kind, d.name) for d in in_original}
+    found: dict[int, set[int]] = {}
+    for d in in_snippet:
+        if (d.kind, d.name) in names or d.name_line not in index or not _shown_whole(d, snippet):
+            continue
+        body = {snippet.lines[index[n]].strip() for n in range(d.name_line + 1, d.end_line + 1) if n in index}
+        body.discard("")
+        for o in in_original:
+            old_body = {orig[j].strip() for j in range(o.name_line + 1, o.end_line + 1)}
+            if o.kind == d.kind and len(body & old_body) * 2 < len(body):
+                found.setdefault(index[d.name_line], set()).add(o.name_line)
+    return found
 
 
 def _indented_inside(lines: list[str]) -> bool:
@@ -338,9 +397,10 @@ def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet, orig: list[str], co
 
 
 def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached: dict[int, np.ndarray],
-           context: dict[int, int] | None = None) -> list[tuple]:
+           not_edits: dict[int, set[int]], context: dict[int, int] | None = None) -> list[tuple]:
     """The best-scoring alignment as ops in order: ("keep", j) ("del", j) ("match", i, j) ("edit", i, j)
     ("ins", i); "keep" ops carry a third item, True where the kept line is outside the marker's scope.
+    `not_edits`: snippet line -> original lines it may not edit (`_not_renames`).
     `context`: snippet line -> the original line it must match (writing it as new costs DUPLICATE)."""
     context = context or {}
     s_lines, m, n = snippet.lines, len(snippet.lines), len(orig)
@@ -352,6 +412,7 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
     o_key_id = np.array([ids.setdefault(k, len(ids)) for k in o_keys], dtype=np.int64)
     o_exact_id = np.array([ids.setdefault("\0" + k, len(ids)) for k in o_rstrip], dtype=np.int64)
     by_ends = _ends_index(o_keys)
+    by_calls = _rare_calls(o_keys)
     delete = np.where(o_blank, DELETE_BLANK, DELETE)
     # A definition shown whole (snippet lines a..b) replaces the original's (lines start..end): the
     # alignment is at column `start` before line a and places line b on column end + 1.
@@ -442,7 +503,7 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
         elif _trivial(key):
             weight = insert = TRIVIAL
         else:
-            weight = insert = UNIQUE if counts[key] == 1 else COMMON
+            weight = insert = UNIQUE if counts[key] == 1 and not _names_nothing(key) else COMMON
         cand = prev - (DUPLICATE if i - 1 in context else insert)
         gain = np.full(n, _NEG)
         edited = np.zeros(n, dtype=bool)
@@ -453,8 +514,9 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
             if exact is not None:
                 gain[o_exact_id == exact] = weight
         if key and len(key) >= 4 and key not in counts:  # a line the original has is not an edit of another
-            for j in _sharing_ends(by_ends, key):
-                if gain[j] == _NEG and _similar(key, o_keys[j]):
+            edits = {j for j in _sharing_ends(by_ends, key) if _similar(key, o_keys[j])}
+            for j in (edits | by_calls.get(_calls(key), set())) - not_edits.get(i - 1, set()):
+                if gain[j] == _NEG:
                     gain[j], edited[j] = EDITED, True
         if (decorated := attached.get(i - 1)) is not None:
             gain = np.where(decorated, gain, _NEG)
@@ -835,9 +897,15 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     update_lines = _in_file_indentation([line.rstrip("\r\n") + newline for line in split_lines(update)], orig)
     counts = Counter(line.strip() for line in orig)
     snippet = _parse_snippet(update_lines, set(counts), language)
-    pairs = _pairs(original, "".join(update_lines), snippet, language) if language and orig else []
+    in_snippet, in_original = [], []
+    if language and orig:
+        top_level = [n for n in snippet.markers if not _width(update_lines[n])]
+        in_snippet = snippet_definitions("".join(update_lines), language, top_level)
+        in_original = definitions(original, language) if in_snippet else []
+    pairs = _pairs(snippet, in_snippet, in_original)
+    not_edits = _not_renames(snippet, in_snippet, in_original, orig)
     attached = _attached_lines(snippet, [line.strip() for line in orig], counts, language)
-    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached), snippet, orig, counts)
+    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, not_edits), snippet, orig, counts)
 
     code_of = _code_of(language)
     original_ends = _block_ends(orig, code_of)
@@ -845,7 +913,8 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     snippet_ends = {**_block_ends(snippet.lines, code_of), **_indented_block_ends(snippet.lines, code_of)}
 
     def align(context: dict[int, int]) -> list[tuple]:
-        return _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, context), snippet, orig, counts)
+        return _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, not_edits, context),
+                                   snippet, orig, counts)
 
     ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig),
                            lambda o: _resumed_lines(o, snippet, orig, counts),

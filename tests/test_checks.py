@@ -71,3 +71,13 @@ def test_names_a_language_lets_repeat_are_not_duplicates():
     ts = "if (a) {\n  const v = 1\n  use(v)\n}\n"
     both = ts + "if (b) {\n  const v = 2\n  use(v)\n}\n"
     assert problems(ts, "// ... existing code ...\nif (b) {\n  const v = 2\n  use(v)\n}\n", both, "typescript") == []
+
+
+def test_a_definition_shown_whole_must_be_as_shown():
+    # A new method's header read as an edit of the next one's: the next one's body ends up in it.
+    py = "class C:\n    def put(self, k, v):\n        self.d[k] = v\n"
+    update = "class C:\n    def peek(self, k):\n        return self.d.get(k)\n\n    # ... existing code ...\n"
+    good = "class C:\n    def peek(self, k):\n        return self.d.get(k)\n\n    def put(self, k, v):\n        self.d[k] = v\n"
+    assert problems(py, update, good, "python") == []
+    interleaved = "class C:\n    def peek(self, k):\n        return self.d.get(k)\n        self.d[k] = v\n"
+    assert "it has `peek` with other lines than the snippet shows whole" in problems(py, update, interleaved, "python")

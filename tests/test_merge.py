@@ -321,6 +321,39 @@ def test_a_marker_inside_a_docstring_scopes_nothing():
     assert merge(py, update, "python").text == py.replace("f(a):", "f(a, b=0):").replace("return a\n", "return a + b\n")
 
 
+def test_a_new_case_arm_before_a_similar_one_is_new_code():
+    # `break;` is found once here but names nothing: the `case 'r':` the snippet shows again places the arm.
+    c = ("int main(int argc, char **argv)\n{\n  int c;\n  while ((c = getopt(argc, argv, \"o:r:\")) != -1)\n"
+         "    switch (c)\n      {\n      case 'r':\n\trandom_name = optarg;\n\tbreak;\n\n"
+         "      case '?':\n\treturn 1;\n      }\n  return 0;\n}\n")
+    update = ("/* ... */\n    switch (c)\n      {\n      case 'o':\n\toutput_name = optarg;\n\tbreak;\n\n"
+              "      case 'r':\n  /* ... */\n")
+    assert merge(c, update, "c").text == c.replace("      case 'r':\n", "      case 'o':\n\toutput_name = optarg;\n\tbreak;\n\n      case 'r':\n")
+
+
+def test_a_new_method_beside_a_similar_one_is_new_code():
+    # `def peek(self, key, default=None)` looks like an edit of `def setdefault(...)`; its body is not
+    # setdefault's, so it is a new method and setdefault keeps its header.
+    py = ("class C:\n    def get(self, key, default=None):\n        try:\n            return self[key]\n"
+          "        except KeyError:\n            return default\n\n"
+          "    def setdefault(self, key, default=None):\n        \"\"\"Set it.\"\"\"\n        try:\n            return self[key]\n"
+          "        except KeyError:\n            self[key] = default\n            return default\n")
+    peek = "    def peek(self, key, default=None):\n        \"\"\"Without bumping it.\"\"\"\n        return self._data.get(key, default)\n\n"
+    update = "class C:\n    def get(self, key, default=None):\n        # ... existing code ...\n\n" + peek + "    # ... existing code ...\n"
+    assert merge(py, update, "python").text == py.replace("    def setdefault", peek + "    def setdefault")
+    # Shown whole with the old body, the same header is a rename.
+    renamed = "# ... existing code ...\n    def fetch(self, key, default=None):\n        try:\n            return self[key]\n" \
+              "        except KeyError:\n            return default\n# ... existing code ...\n"
+    assert merge(py, renamed, "python").text == py.replace("def get(", "def fetch(")
+
+
+def test_a_call_wrapped_in_a_check_replaces_the_bare_call():
+    c = ("int main(void)\n{\n  mpz_init(x);\n  compute(x);\n\n  write_bignum(stdout, x);\n\n  mpz_clear(x);\n"
+         "  return 0;\n}\n")
+    update = "  mpz_init(x);\n\n  /* ... */\n\n  if (!write_bignum(out, x))\n    return 1;\n\n  mpz_clear(x);\n  /* ... */\n"
+    assert merge(c, update, "c").text == c.replace("  write_bignum(stdout, x);\n", "  if (!write_bignum(out, x))\n    return 1;\n")
+
+
 def test_new_code_between_two_markers_is_not_confident():
     update = "# ... existing code ...\ndef cube(x):\n    return x ** 3\n# ... existing code ...\n"
     report = merge(ORIGINAL, update, "python").report
