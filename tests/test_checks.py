@@ -81,3 +81,15 @@ def test_a_definition_shown_whole_must_be_as_shown():
     assert problems(py, update, good, "python") == []
     interleaved = "class C:\n    def peek(self, k):\n        return self.d.get(k)\n        self.d[k] = v\n"
     assert "it has `peek` with other lines than the snippet shows whole" in problems(py, update, interleaved, "python")
+
+
+def test_a_name_the_instruction_removes_must_be_gone():
+    go = ("package w\n\nimport \"net/http\"\n\ntype fw struct{ http.ResponseWriter }\n\n"
+          "var _ http.CloseNotifier = &fw{}\nvar _ http.Flusher = &fw{}\nvar _ http.Hijacker = &fw{}\n")
+    update = "// ...\n\nvar _ http.Flusher = &fw{}\nvar _ http.Hijacker = &fw{}\n"
+    ask = "Stop depending on the deprecated http.CloseNotifier."
+    assert "it still has `http.CloseNotifier`, which the instruction asks to remove" in \
+        problems(go, update, go, "go", instruction=ask)
+    assert problems(go, update, go.replace("var _ http.CloseNotifier = &fw{}\n", ""), "go", instruction=ask) == []
+    # A plain word is not a code name; a name the snippet shows is kept on purpose.
+    assert not any("asks to remove" in p for p in problems(go, update, go, "go", instruction="Remove the old comment."))
