@@ -6,17 +6,19 @@ original lines kept as they are. The merge is one alignment of the whole snippet
 
 - a snippet line equal to an original line matches it; a line unique in the original is worth much more
   than a common one (`return nil`, `}`), and writing such a line as new code (a duplicate) costs as much;
-- a line that looks like an edited version of an original line (shared start and end, or the same call
-  of a name the file calls once) replaces it; a line that names nothing (`break;`, `return nil`,
+- a line that looks like an edited version of an original line (shared start and end; or the same name
+  declared, assigned or called, where the file has that on one or two lines) replaces it; a line that names nothing (`break;`, `return nil`,
   `} else {`) is a common line, even where the original has it once;
 - between two snippet lines with no marker between them, original lines are deleted (that is how a
   snippet shows a deletion); at a marker they are kept for free, but only as deep as the marker is
   indented: a marker inside a body stands for the rest of that body, not for what follows the body
-  (keeping a less indented line there costs more than a deletion);
+  (keeping the less indented line where that body ends costs more than a deletion, each one after it
+  less: a few such lines are the replaced end of the block, many are code after a forgotten marker);
 - a definition (function, method, class, type, impl) that the snippet shows whole, with no marker inside,
   replaces the original's definition of the same kind and name from its first line to its last (tree-
-  sitter, `definitions.py`); one with no namesake there is new code, not an edit of the definition
-  whose header it resembles, unless its body is mostly that one's (a rename);
+  sitter, `definitions.py`); one with no namesake there is new code, whose lines match none of the
+  original's definitions of its kind (which it resembles: a similar header, the same locking lines),
+  unless it renames one (most of both bodies are the same lines);
 - before the first and after the last snippet line, with no marker there, original lines are kept too
   (a snippet without markers is a piece of the file), unless the snippet's unmatched head or tail is a
   rewrite of a head or tail of about its own size, or the snippet starts (ends) with the file's own
@@ -183,7 +185,8 @@ REINDENTED = 0.25  # a match whose indentation differs is worth this much less
 EDITED = -0.5  # a snippet line that replaces a similar original line (worse than a keep and a new line)
 INSERT, INSERT_BLANK = 1.0, 0.2  # a line the original does not have; a line it has costs its match weight
 DELETE, DELETE_BLANK = 1.0, 0.3
-CROSS = 2.5  # keeping a line a marker's indentation says it does not stand for
+CROSS = 2.5  # keeping a line a marker's indentation says it does not stand for (where its block ends)
+BEYOND = 0.5  # keeping each further such line: many of them are code the snippet did not mean to delete
 OUT_OF_SCOPE = 10.0  # a body's opening line written as new, or its closing line placed inside it
 DUPLICATE = 1000.0  # a line shown as context written as new code (see _realigned)
 _NEG = -1e18
@@ -227,21 +230,32 @@ _CALL = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
 _NOT_CALLS = frozenset("if while for switch return catch sizeof typeof function elif and or not in".split())
 
 
-def _calls(key: str) -> tuple[str, ...]:
-    """The names a line calls, in order (`if (!write_bignum(out, x))` -> write_bignum)."""
-    return tuple(name for name in _CALL.findall(key) if name not in _NOT_CALLS)
+# `let x =`, `const x =`, `var x`, Rust's `let mut x`, Go's `x, err :=`, `this.end = `, `self.x = `: the
+# name a line declares or assigns.
+_DECLARES = re.compile(r"^(?:export\s+)?(?:(?:let|const|var)\s+(?:mut\s+)?([A-Za-z_$][\w$]*)"
+                       r"|([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*:="
+                       r"|([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s*=(?!=))")
 
 
-def _rare_calls(keys: list[str]) -> dict[tuple[str, ...], set[int]]:
-    """Lines by the names they call, for calls on at most two lines (a definition and one use) with a
-    name of six characters or more: a snippet line calling the same is an edit of that line, however
-    its arguments changed or whatever now wraps the call (`if (!write_bignum(out, x))`). Calls found
-    more often (`fmt.Errorf`, `print`) say nothing about which line was edited."""
+def _identity(key: str) -> tuple[str, ...] | None:
+    """What a line is about, whatever else changed in it: the name it declares, else the names it calls,
+    in order (`if (!write_bignum(out, x))` -> write_bignum), when one is six characters or more."""
+    if declared := _DECLARES.match(key):
+        return ("assigns", declared[3]) if declared[3] else ("declares", declared[1] or declared[2])
+    calls = tuple(name for name in _CALL.findall(key) if name not in _NOT_CALLS)
+    return ("calls", *calls) if calls and max(map(len, calls)) >= 6 else None
+
+
+def _rare_identities(keys: list[str]) -> dict[tuple[str, ...], set[int]]:
+    """Lines by `_identity`, for identities found on at most two lines (a definition and one use): a
+    snippet line with the same identity is an edit of that line, however its arguments changed or
+    whatever now wraps the call (`let retryAfterHeader = retryAfter ? ... : undefined`). An identity
+    found more often (`fmt.Errorf`, `print`, `err :=`) says nothing about which line was edited."""
     found: dict[tuple[str, ...], set[int]] = {}
     for j, key in enumerate(keys):
-        if (calls := _calls(key)) and max(map(len, calls)) >= 6:
-            found.setdefault(calls, set()).add(j)
-    return {calls: lines for calls, lines in found.items() if len(lines) <= 2}
+        if (identity := _identity(key)) is not None:
+            found.setdefault(identity, set()).add(j)
+    return {identity: lines for identity, lines in found.items() if len(lines) <= 2}
 
 
 def _ends_index(keys: list[str | None]) -> dict[str, list[int]]:
@@ -343,24 +357,30 @@ def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
     return kept
 
 
-def _not_renames(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition],
-                 orig: list[str]) -> dict[int, set[int]]:
-    """Per snippet line that starts a definition shown whole with no namesake in the original: the
-    original definitions' first lines it must not be read as an edit of. A new definition's header
-    looks like its neighbour's (`def peek(self, key, default=None)` beside `def setdefault(self, key,
-    default=None)`); it renames that one only where its body is mostly that one's body."""
+def _apart(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition],
+           orig: list[str], counts: Counter) -> dict[int, np.ndarray]:
+    """Per line of a definition the snippet shows whole with no namesake in the original (new code):
+    the original lines it may not match or edit, those of the original's definitions of its kind. A new
+    definition looks like its neighbours (`def peek(self, key, default=None)` beside `def setdefault(self,
+    key, default=None)`, `v.mu.RLock()` in every method); it is an edit of one of them only where it
+    renames it: most of its body and most of that one's are the same lines found once in the original
+    (lines every method has say nothing)."""
     index = {n: i for i, n in enumerate(snippet.number)}
     names = {(d.kind, d.name) for d in in_original}
-    found: dict[int, set[int]] = {}
+    found: dict[int, np.ndarray] = {}
     for d in in_snippet:
         if (d.kind, d.name) in names or d.name_line not in index or not _shown_whole(d, snippet):
             continue
-        body = {snippet.lines[index[n]].strip() for n in range(d.name_line + 1, d.end_line + 1) if n in index}
-        body.discard("")
+        lines = [index[n] for n in range(d.name_line, d.end_line + 1) if n in index]
+        body = {key for i in lines[1:] if not _trivial(key := snippet.lines[i].strip())}
+        others = np.zeros(len(orig), dtype=bool)
         for o in in_original:
-            old_body = {orig[j].strip() for j in range(o.name_line + 1, o.end_line + 1)}
-            if o.kind == d.kind and len(body & old_body) * 2 < len(body):
-                found.setdefault(index[d.name_line], set()).add(o.name_line)
+            old_body = {key for j in range(o.name_line + 1, o.end_line + 1) if not _trivial(key := orig[j].strip())}
+            shared = len({key for key in body & old_body if counts[key] == 1})
+            if o.kind == d.kind and shared * 2 <= max(len(body), len(old_body)):
+                others[o.name_line:o.end_line + 1] = True
+        if others.any():
+            found.update((i, others) for i in lines)
     return found
 
 
@@ -397,10 +417,10 @@ def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet, orig: list[str], co
 
 
 def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached: dict[int, np.ndarray],
-           not_edits: dict[int, set[int]], context: dict[int, int] | None = None) -> list[tuple]:
+           apart: dict[int, np.ndarray], context: dict[int, int] | None = None) -> list[tuple]:
     """The best-scoring alignment as ops in order: ("keep", j) ("del", j) ("match", i, j) ("edit", i, j)
     ("ins", i); "keep" ops carry a third item, True where the kept line is outside the marker's scope.
-    `not_edits`: snippet line -> original lines it may not edit (`_not_renames`).
+    `apart`: snippet line -> mask of the original lines it may not match or edit (`_apart`).
     `context`: snippet line -> the original line it must match (writing it as new costs DUPLICATE)."""
     context = context or {}
     s_lines, m, n = snippet.lines, len(snippet.lines), len(orig)
@@ -412,7 +432,7 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
     o_key_id = np.array([ids.setdefault(k, len(ids)) for k in o_keys], dtype=np.int64)
     o_exact_id = np.array([ids.setdefault("\0" + k, len(ids)) for k in o_rstrip], dtype=np.int64)
     by_ends = _ends_index(o_keys)
-    by_calls = _rare_calls(o_keys)
+    by_identity = _rare_identities(o_keys)
     delete = np.where(o_blank, DELETE_BLANK, DELETE)
     # A definition shown whole (snippet lines a..b) replaces the original's (lines start..end): the
     # alignment is at column `start` before line a and places line b on column end + 1.
@@ -446,7 +466,7 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
         elif (reach := scope(i)) is None:  # a piece of the file, or all that comes before / after it
             costs = np.zeros(n)
         else:
-            costs = np.where(o_blank | (o_width >= reach), 0.0, CROSS)
+            costs = np.where(o_blank | (o_width >= reach), 0.0, np.where(prev_width >= reach, CROSS, BEYOND))
         # Moving along the row consumes original lines; the best start for each column is a running max.
         acc = np.concatenate(([0.0], np.cumsum(costs)))
         val = cand + acc
@@ -470,6 +490,9 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
     # Gaps with a marker right after a closing line (`}`, `end`): that line's width.
     closed_at = {i: _width(s_lines[i - 1]) for i in range(1, m + 1)
                  if snippet.reach[i] is not None and _closes(s_lines[i - 1].strip())}
+    prev_width = np.full(n, 1 << 30, dtype=np.int64)  # per line: the width of the non-blank line before it
+    for j in range(1, n):
+        prev_width[j] = prev_width[j - 1] if o_blank[j - 1] else o_width[j - 1]
     next_width = np.full(n + 1, -1, dtype=np.int64)  # per column: the width of the next non-blank line
     next_closes = np.zeros(n + 1, dtype=bool)  # per column: whether that line only closes a block
     for j in range(n - 1, -1, -1):
@@ -515,9 +538,11 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
                 gain[o_exact_id == exact] = weight
         if key and len(key) >= 4 and key not in counts:  # a line the original has is not an edit of another
             edits = {j for j in _sharing_ends(by_ends, key) if _similar(key, o_keys[j])}
-            for j in (edits | by_calls.get(_calls(key), set())) - not_edits.get(i - 1, set()):
+            for j in edits | by_identity.get(_identity(key), set()):
                 if gain[j] == _NEG:
                     gain[j], edited[j] = EDITED, True
+        if (others := apart.get(i - 1)) is not None:
+            gain = np.where(others, _NEG, gain)
         if (decorated := attached.get(i - 1)) is not None:
             gain = np.where(decorated, gain, _NEG)
         if (twin := context.get(i - 1)) is not None:
@@ -903,9 +928,9 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
         in_snippet = snippet_definitions("".join(update_lines), language, top_level)
         in_original = definitions(original, language) if in_snippet else []
     pairs = _pairs(snippet, in_snippet, in_original)
-    not_edits = _not_renames(snippet, in_snippet, in_original, orig)
+    apart = _apart(snippet, in_snippet, in_original, orig, counts)
     attached = _attached_lines(snippet, [line.strip() for line in orig], counts, language)
-    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, not_edits), snippet, orig, counts)
+    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart), snippet, orig, counts)
 
     code_of = _code_of(language)
     original_ends = _block_ends(orig, code_of)
@@ -913,7 +938,7 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     snippet_ends = {**_block_ends(snippet.lines, code_of), **_indented_block_ends(snippet.lines, code_of)}
 
     def align(context: dict[int, int]) -> list[tuple]:
-        return _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, not_edits, context),
+        return _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, context),
                                    snippet, orig, counts)
 
     ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig),

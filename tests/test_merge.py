@@ -354,6 +354,40 @@ def test_a_call_wrapped_in_a_check_replaces_the_bare_call():
     assert merge(c, update, "c").text == c.replace("  write_bignum(stdout, x);\n", "  if (!write_bignum(out, x))\n    return 1;\n")
 
 
+def test_an_indented_marker_before_a_far_line_keeps_the_definitions_between():
+    # The marker inside run() stands for the rest of run(), then the snippet jumps to a method of a later
+    # class: the definitions between are kept (a marker forgotten), not deleted as if shown omitted.
+    py = ("class Cmd:\n    def run(self, args):\n        x = 1\n        y = 2\n        return x + y\n\n\n"
+          "def helper(a):\n    if a:\n        return 1\n    return 0\n\n\n"
+          "class Progress:\n    def __init__(self, name):\n        self.name = name\n        self.seen = 0\n\n"
+          "    def __call__(self, n):\n        self.seen += n\n")
+    update = ("class Cmd:\n    def run(self, args):\n        x = 10\n        # ... existing code ...\n\n"
+              "    def __call__(self, n):\n        self.seen += n\n        print(self.seen)\n")
+    assert merge(py, update, "python").text == py.replace("x = 1\n", "x = 10\n").replace(
+        "self.seen += n\n", "self.seen += n\n        print(self.seen)\n")
+
+
+def test_a_line_that_declares_or_assigns_the_same_name_replaces_it():
+    js = ("function retry(opts, headers) {\n  const { max } = opts\n  let after = headers['retry-after']\n\n"
+          "  if (after) {\n    wait(after)\n  }\n  this.end = this.start\n  return max\n}\n")
+    update = ("function retry(opts, headers) {\n  const { max, retryAfter } = opts\n  // ...\n"
+              "  let after = retryAfter ? headers['retry-after'] : undefined\n  // ...\n"
+              "  this.end = new Date(Date.now())\n  return max\n}\n")
+    assert merge(js, update, "javascript").text == js.replace("const { max } = opts", "const { max, retryAfter } = opts") \
+        .replace("let after = headers['retry-after']", "let after = retryAfter ? headers['retry-after'] : undefined") \
+        .replace("this.end = this.start", "this.end = new Date(Date.now())")
+
+
+def test_a_new_method_does_not_match_the_lines_of_its_neighbours():
+    # Len's `RLock` lines are Do's too: matching them would delete Do's header.
+    go = ("package m\n\n// Delete removes key.\nfunc (v *Map) Delete(key string) {\n\tv.mu.Lock()\n\tdefer v.mu.Unlock()\n"
+          "\tdelete(v.m, key)\n}\n\n// Do calls f for each entry.\nfunc (v *Map) Do(f func(string)) {\n\tv.mu.RLock()\n"
+          "\tdefer v.mu.RUnlock()\n\tfor k := range v.m {\n\t\tf(k)\n\t}\n}\n")
+    length = "// Len returns the number of keys.\nfunc (v *Map) Len() int {\n\tv.mu.RLock()\n\tdefer v.mu.RUnlock()\n\treturn len(v.m)\n}\n\n"
+    update = "...\n\tdelete(v.m, key)\n}\n\n" + length + "// Do calls f for each entry.\n...\n"
+    assert merge(go, update, "go").text == go.replace("// Do calls", length + "// Do calls")
+
+
 def test_new_code_between_two_markers_is_not_confident():
     update = "# ... existing code ...\ndef cube(x):\n    return x ** 3\n# ... existing code ...\n"
     report = merge(ORIGINAL, update, "python").report
