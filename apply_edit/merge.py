@@ -7,7 +7,8 @@ original lines kept as they are. The merge is one alignment of the whole snippet
 - a snippet line equal to an original line matches it; a line unique in the original is worth much more
   than a common one (`return nil`, `}`), and writing such a line as new code (a duplicate) costs as much;
 - a line that looks like an edited version of an original line (shared start and end; or the same name
-  declared, assigned or called, where the file has that on one or two lines) replaces it; a line that names nothing (`break;`, `return nil`,
+  declared, typed field included, assigned or called, where the file has that on one or two lines)
+  replaces it; a line that names nothing (`break;`, `return nil`,
   `} else {`) is a common line, even where the original has it once;
 - between two snippet lines with no marker between them, original lines are deleted (that is how a
   snippet shows a deletion); at a marker they are kept for free, but only as deep as the marker is
@@ -237,11 +238,19 @@ _DECLARES = re.compile(r"^(?:export\s+)?(?:(?:let|const|var)\s+(?:mut\s+)?([A-Za
                        r"|([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s*=(?!=))")
 
 
+# A typed declaration, `private final Map<String, Option> optionMap = ...;`, `static int count;`: words
+# (a type, modifiers), then the name, then `=` or `;`. Not `return x;` or `throw err;`.
+_TYPED = re.compile(r"^(?!(?:return|throw|yield|case|else|new|delete|await|goto|echo|print|import|package|using)\b)"
+                    r"(?:[A-Za-z_][\w.]*(?:<[^=;()]*>)?(?:\[\])*\s+)+([A-Za-z_]\w*)\s*(?:=(?!=)|;)")
+
+
 def _identity(key: str) -> tuple[str, ...] | None:
     """What a line is about, whatever else changed in it: the name it declares, else the names it calls,
     in order (`if (!write_bignum(out, x))` -> write_bignum), when one is six characters or more."""
     if declared := _DECLARES.match(key):
         return ("assigns", declared[3]) if declared[3] else ("declares", declared[1] or declared[2])
+    if typed := _TYPED.match(key):
+        return ("declares", typed[1])
     calls = tuple(name for name in _CALL.findall(key) if name not in _NOT_CALLS)
     return ("calls", *calls) if calls and max(map(len, calls)) >= 6 else None
 
@@ -953,14 +962,14 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
             matched_by_hunk.setdefault(snippet.hunk_of[op[1]], []).append((snippet.lines[op[1]], orig[op[2]]))
     shifts = {h: _shift(p) for h, p in matched_by_hunk.items()}
 
-    out: list[tuple[str, int | None]] = []
+    out: list[tuple[str, int | None, int | None]] = []  # (line, the original line it copies, where it sits)
     report = MergeReport()
     hunk_info: dict[int, dict] = {}
     next_original = 0
     for op in ops:
         kind = op[0]
         if kind == "keep":
-            out.append((orig[op[1]], op[1]))
+            out.append((orig[op[1]], op[1], op[1]))
             if op[2]:
                 report.crossed.append(op[1])
             next_original = op[1] + 1
@@ -977,7 +986,7 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
         if kind == "ins" or kind == "edit":
             if shift and line.strip() and line.startswith(shift[0]):
                 line = shift[1] + line[len(shift[0]):]
-            out.append((line, None))
+            out.append((line, None, op[2] if kind == "edit" else None))
             if info["at"] is None:
                 info["at"] = op[2] if kind == "edit" else next_original
             if kind == "edit":
@@ -989,7 +998,7 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
             continue
         j = op[2]
         same = line.rstrip() == orig[j].rstrip()
-        out.append((orig[j], j) if same or shift else (line, None))
+        out.append((orig[j], j, j) if same or shift else (line, None, j))
         key = line.strip()
         if info["at"] is None:
             info["at"] = j
@@ -1004,21 +1013,22 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     report.hunks = [HunkPlacement(snippet.number[v["start"]], v["lines"], v["anchor"], v["at"],
                                   snippet.reach[v["start"]] is not None and snippet.reach[v["start"] + v["lines"]] is not None)
                     for _, v in sorted(hunk_info.items())]
-    text = _join(_without_blank_insertions(out), original, newline)
-    return MergeCandidate(text, [o for _, o in out], len(orig), report)
+    lines = [(line, origin) for line, origin, _ in _without_blank_insertions(out)]
+    return MergeCandidate(_join(lines, original, newline), [o for _, o in lines], len(orig), report)
 
 
-def _without_blank_insertions(out: list[tuple[str, int | None]]) -> list[tuple[str, int | None]]:
-    """Drops new blank lines that would sit between two original lines adjacent in the original: a blank
-    the snippet puts beside a marker stands for layout around the code the marker keeps, not for a change."""
+def _without_blank_insertions(out: list[tuple[str, int | None, int | None]]) -> list[tuple[str, int | None, int | None]]:
+    """Drops new blank lines that would sit between two lines adjacent in the original (kept, or one of
+    them edited): a blank the snippet puts beside a marker stands for layout around the code the marker
+    keeps, not for a change."""
     keep, n = [], 0
     while n < len(out):
         end = n
         while end < len(out) and out[end][1] is None and not out[end][0].strip():
             end += 1
         if end > n:
-            before = out[n - 1][1] if n else None
-            after = out[end][1] if end < len(out) else None
+            before = out[n - 1][2] if n else None
+            after = out[end][2] if end < len(out) else None
             if not (before is not None and after is not None and after == before + 1):
                 keep.extend(out[n:end])
             n = end

@@ -388,6 +388,17 @@ def test_a_new_method_does_not_match_the_lines_of_its_neighbours():
     assert merge(go, update, "go").text == go.replace("// Do calls", length + "// Do calls")
 
 
+def test_a_typed_field_with_a_new_type_replaces_the_old_one_and_a_blank_beside_an_edit_is_layout():
+    java = ("class G {\n    /** hold the options */\n    private Map names = new HashMap();\n\n    /**\n     * Doc.\n"
+            "     */\n    public Collection getNames()\n    {\n        return names.keySet();\n    }\n}\n")
+    update = ("// ... existing code ...\n    /** hold the options */\n"
+              "    private final Map<String, Option> names = new LinkedHashMap<>();\n\n    // ... existing code ...\n\n"
+              "    public Collection<String> getNames()\n    {\n        // ... existing code ...\n    }\n}\n")
+    assert merge(java, update, "java").text == java.replace(
+        "private Map names = new HashMap();", "private final Map<String, Option> names = new LinkedHashMap<>();").replace(
+        "public Collection getNames()", "public Collection<String> getNames()")
+
+
 def test_new_code_between_two_markers_is_not_confident():
     update = "# ... existing code ...\ndef cube(x):\n    return x ** 3\n# ... existing code ...\n"
     report = merge(ORIGINAL, update, "python").report
