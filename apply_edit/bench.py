@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field, fields, replace
@@ -19,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from .apply import METHODS, Applier, ApplyOptions, ApplyRequest
+from .apply import METHODS, Applier, ApplyOptions
 from .cases import EditCase
 from .decide import ApplyRefused, Judge
 from .failures import KINDS, failure_kinds
@@ -61,10 +59,6 @@ class Record:
         names = {f.name for f in fields(cls)} - {"stats", "tokens"}
         return cls(**{k: v for k, v in d.items() if k in names},
                    stats={k: v for k, v in d.items() if k not in names})
-
-
-def request_for(case: EditCase) -> ApplyRequest:
-    return ApplyRequest(case.original, case.update, case.instruction, case.language, str(case.path))
 
 
 _FIXED_K = re.compile(r"spec-k(\d+)")
@@ -119,7 +113,7 @@ def run_case(applier: Applier | None, case: EditCase, method: str, options: Appl
         # Copying from the target's own output: exactly that output while aligned, and it realigns if
         # this run departs from the reference at a near-tie.
         proposer = SuffixArrayProposer([reference])
-    run = applier.stream(request_for(case), opts, proposer=proposer)
+    run = applier.stream(case.request(), opts, proposer=proposer)
     try:
         text, refused = run.result(), False
     except ApplyRefused:
@@ -137,7 +131,7 @@ def divergence(applier: Applier, case: EditCase, options: ApplyOptions, plain: l
     i = next((j for j, (a, b) in enumerate(zip(plain, other)) if a != b), min(len(plain), len(other)))
     if i >= min(len(plain), len(other)):
         return {"token_index": i, "kind": "length"}
-    prompt = applier.prompt_ids(request_for(case), options)
+    prompt = applier.prompt_ids(case.request(), options)
     target = applier.target
     target.reset()
     logits = target.logits(prompt + plain[:i], [])[0].float()
@@ -171,7 +165,7 @@ def run_bench(applier: Applier | None, cases: list[EditCase], methods: list[str]
         return []
     if applier is not None:
         # Warm-up: the first forward passes of a fresh process are slow (allocation, kernel selection).
-        applier.stream(request_for(cases[0]), replace(options, method="plain", max_new_tokens=4)).result()
+        applier.stream(cases[0].request(), replace(options, method="plain", max_new_tokens=4)).result()
         applier.cost_curve()  # measured once per model and dtype, before any timed run
     records = []
     for case in cases:
@@ -339,68 +333,3 @@ def write_chart(records: list[Record], methods: list[str], path: str | Path) -> 
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def run_concurrently(cases: list[EditCase], one, concurrency: int, repeat: int = 1) -> tuple[list[Record], float]:
-    """`one(case) -> Record` for every case `repeat` times over `concurrency` threads; (records, wall s)."""
-    work = [case for _ in range(repeat) for case in cases]
-    records: list[Record] = []
-    lock = threading.Lock()
-
-    def worker():
-        while True:
-            with lock:
-                if not work:
-                    return
-                case = work.pop(0)
-            record = one(case)
-            with lock:
-                records.append(record)
-
-    start = time.perf_counter()
-    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return records, time.perf_counter() - start
-
-
-def run_load(channel, cases: list[EditCase], options: ApplyOptions, concurrency: int,
-             repeat: int = 1) -> tuple[list[Record], float]:
-    """Send every case `repeat` times over `concurrency` parallel streams on `channel` (service.client.connect);
-    client-side times per request."""
-    from .service.client import RemoteError, RemoteRun
-
-    def one(case: EditCase) -> Record:
-        run = RemoteRun(channel, request_for(case), options)
-        try:
-            text, error = run.result(), None
-        except RemoteError as exc:
-            text, error = run.text, str(exc)
-        s = run.stats
-        return Record(case.name, options.method, s.total_s, s.ttft_s, s.target_passes, s.new_tokens, text,
-                      text == case.expected, stats=s.to_dict(), error=error)
-
-    return run_concurrently(cases, one, concurrency, repeat)
-
-
-def _percentile(values: list[float], q: float) -> float:
-    if len(values) < 2:
-        return values[0] if values else 0.0
-    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
-
-
-def load_summary(records: list[Record], wall: float, concurrency: int) -> str:
-    ok = [r for r in records if not r.error]
-    errors = len(records) - len(ok)
-    ttft = [r.ttft_s for r in ok]
-    total = [r.wall_s for r in ok]
-    tokens = sum(r.new_tokens for r in ok)
-    lines = [f"{len(records)} requests, concurrency {concurrency}, {wall:.1f}s: {len(ok) / wall:.3f} req/s, "
-             f"{tokens / wall:.1f} tokens/s, errors {errors}"]
-    if ok:
-        lines.append(f"ttft  p50 {_percentile(ttft, 50):6.2f}s  p99 {_percentile(ttft, 99):6.2f}s")
-        lines.append(f"total p50 {_percentile(total, 50):6.2f}s  p99 {_percentile(total, 99):6.2f}s")
-    lines += [f"error: {r.case}: {r.error}" for r in records if r.error]
-    return "\n".join(lines)

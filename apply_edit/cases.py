@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .apply import ApplyRequest
 from .regions import language_for
 
 
@@ -21,6 +22,10 @@ class EditCase:
     @property
     def language(self) -> str:
         return language_for(self.path.name, self.original)
+
+    def request(self) -> ApplyRequest:
+        """The apply request this case stands for, as a client would send it."""
+        return ApplyRequest(self.original, self.update, self.instruction, self.language, str(self.path))
 
 
 def read_text(path: Path) -> str:

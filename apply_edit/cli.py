@@ -101,7 +101,7 @@ def _start_run(args, request: ApplyRequest):
 
 
 def cmd_apply(args) -> int:
-    from .files import FileChangedError, fingerprint, write_atomic
+    from .files import fingerprint
     from .service.client import RemoteError
 
     path = Path(args.file)
@@ -139,23 +139,15 @@ def cmd_apply(args) -> int:
         diff = difflib.unified_diff(original.splitlines(True), run.text.splitlines(True), f"a/{path.name}", f"b/{path.name}")
         sys.stdout.writelines(diff)
     if args.in_place:
-        from .checks import problems
+        from .in_place import NotWritten, commit_in_place
 
-        # A judged answer (stats.path set, here or on the server) already passed these checks.
-        refusal = None if args.force or stats.path else "; ".join(problems(original, update, run.text,
-                                                                            request.resolved_language()))
-        if run.text == original:
-            _log("no change; file left as it was")
-        elif refusal:
-            raise CliError(f"not writing {path}: {refusal}; the file is unchanged (--force writes it anyway)")
-        else:
-            try:
-                write_atomic(path, run.text, expect=before)
-            except FileChangedError as exc:
-                raise CliError(str(exc))
-            except OSError as exc:
-                raise CliError(f"could not write {path}: {exc.strerror or exc}; the file is unchanged")
-            _log(f"wrote {path}")
+        try:
+            # stats.path is set where the pipeline judged the answer, here or on the server.
+            wrote = commit_in_place(path, original, update, run.text, request.resolved_language(), before,
+                                    judged=bool(stats.path), force=args.force)
+        except NotWritten as exc:
+            raise CliError(str(exc)) from exc
+        _log(f"wrote {path}" if wrote else "no change; file left as it was")
     if stats.path:
         where = f", departed from the merge at line {stats.disagreement_line}" if stats.disagreement_line else ""
         _log(f"path: {stats.path}{where}")
@@ -232,7 +224,8 @@ def _http_run(args, cases) -> int:
 
 
 def _load_run(args, cases, methods) -> int:
-    from .bench import load_summary, run_load, write_json
+    from .bench import write_json
+    from .service.load import load_summary, run_load
 
     if len(methods) != 1:
         raise CliError("a load run (--server) takes exactly one method")

@@ -1,14 +1,22 @@
+"""What several test modules share: fixtures, small helpers, a server in a child process, toy models.
+Test modules import these by name (`from conftest import ...`) and never import each other."""
+
+import json
 import os
+import random
+import re
+import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-sys.path.insert(0, str(Path(__file__).parent))  # test modules share helpers (e.g. random_model)
-
 FIXTURES = Path(__file__).parent.parent / "fixtures"
+EXE = str(Path(sys.executable).parent / "apply-edit")  # the console script, as a user runs it
+TEST_MODEL = "smollm2-135m"  # the small real model the service and fault tests run on
 
 
 def wait_until(cond, seconds: float = 30.0, step: float = 0.01) -> bool:
@@ -49,6 +57,74 @@ def rss_mib(pid: int) -> float:
     raise AssertionError(f"no VmRSS for {pid}")
 
 
+def long_apply():
+    """An apply the small model streams for many seconds (one token per verify pass): time to cut it."""
+    from apply_edit.apply import ApplyOptions
+
+    return ApplyOptions(method="plain", max_new_tokens=1000)
+
+
+def apply_call(channel, request, options, timeout=None):
+    """The bare gRPC call (no `RemoteRun` around it), for a test to read, cancel or let time out."""
+    from apply_edit.service.client import request_message
+    from apply_edit.v1 import apply_edit_pb2_grpc as pb_grpc
+
+    return pb_grpc.ApplyEditStub(channel).Apply(request_message(request, options), timeout=timeout)
+
+
+def server_env() -> dict:
+    # One torch thread unless told otherwise: with two threads on this 2-core machine, anything else running
+    # (the test's own clients, a parallel job) makes every op's thread barrier wait for a descheduled thread;
+    # measured here: 1.1 s per plain token with 2 threads under load, 0.1 s with 1.
+    return dict(os.environ, APPLY_EDIT_THREADS=os.environ.get("APPLY_EDIT_THREADS", "1"))
+
+
+class ServerProcess:
+    """`apply-edit serve` as a child process (so that it can be killed and its RSS is its own)."""
+
+    def __init__(self, log_dir: Path, *extra: str, env: dict | None = None):
+        from apply_edit.service.client import connect
+
+        self.port, self.metrics_port = free_port(), free_port()
+        self.log_path = log_dir / f"server-{self.port}.log"
+        self._log = self.log_path.open("w")
+        self.proc = subprocess.Popen([EXE, "serve", "--model", TEST_MODEL, "--dtype", "fp32", "--port", str(self.port),
+                                      "--metrics-port", str(self.metrics_port), *extra],
+                                     stdout=self._log, stderr=subprocess.STDOUT, env={**server_env(), **(env or {})})
+        self.address = f"127.0.0.1:{self.port}"
+        try:
+            self.channel = connect(self.address, wait_s=300)
+        except Exception:
+            self.stop()
+            raise AssertionError(f"server did not come up: {self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def rss_mib(self) -> float:
+        return rss_mib(self.proc.pid)
+
+    def metrics(self) -> str:
+        return urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10).read().decode()
+
+    def requests(self, status: str) -> float:
+        """apply_edit_requests_total for one final status, summed over the other labels."""
+        return sum(float(v) for labels, v in re.findall(r"^apply_edit_requests_total\{([^}]*)\} (\S+)$",
+                                                        self.metrics(), re.M) if f'status="{status}"' in labels)
+
+    def health(self) -> int:
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        stub = health_pb2_grpc.HealthStub(self.channel)
+        return stub.Check(health_pb2.HealthCheckRequest(service="apply_edit.v1.ApplyEdit"), timeout=10).status
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        self._log.close()
+
+
 def http_server(target, load=True, **kw):
     """An in-process ApplyServer on smollm2-135m (`target`) with the HTTP face, both on free ports."""
     from apply_edit.service.server import ApplyServer
@@ -64,6 +140,48 @@ def long_chat(max_tokens=400) -> dict:
     """A streamed chat the small model answers one token per verify pass for many passes: time to cut it."""
     return {"model": "auto", "messages": [{"role": "user", "content": "Count from 1 to 1000, one per line."}],
             "max_tokens": max_tokens, "stream": True}
+
+
+def random_model(seed: int, vocab: int, context: int = 3, sharp: float = 1.0):
+    """A FunctionModel: a deterministic pseudo-random next-token distribution of the last `context` tokens."""
+    from apply_edit.models import FunctionModel
+
+    def fn(seq):
+        rng = random.Random(hash((seed, tuple(seq[-context:]))))
+        weights = [rng.random() ** sharp for _ in range(vocab)]
+        total = sum(weights)
+        return [w / total for w in weights]
+
+    return FunctionModel(fn)
+
+
+def oracle(target_tokens, prompt_len):
+    """A proposer that knows the plain output (the ceiling)."""
+
+    def propose(seq, k):
+        done = len(seq) - prompt_len
+        return target_tokens[done:done + k]
+
+    return propose
+
+
+# Provisioning without the download and the conversion (tests/test_provisioning.py, in-process and in the
+# child processes it starts with this folder as their working directory).
+
+def fake_gguf(source, work, log):
+    gguf = work / source.gguf_name
+    gguf.write_bytes(b"GGUF")
+    return gguf
+
+
+def fake_convert(gguf, out, log):
+    """A tiny entry that loads as safetensors; its config names the process that built it."""
+    import torch
+    from safetensors.torch import save_file
+
+    out.mkdir()
+    save_file({"w": torch.zeros(4)}, out / "model.safetensors")
+    (out / "config.json").write_text(json.dumps({"built_by": os.getpid()}))
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from apply_edit.decoding import Decoding, greedy_decode
 from apply_edit.draft_length import (MIN_CAP, AdaptiveK, CostCurve, RegionAdaptiveK, best_k, expected_tokens,
                                      measure_cost)
 from apply_edit.proposers import Draft, SuffixArrayProposer
-from test_engine import oracle, random_model
+from conftest import oracle, random_model
 
 # Shaped like the default model's bf16 curve here: long drafts cost little more than short ones.
 FLAT = CostCurve({1000: {0: 0.080, 1: 0.081, 4: 0.096, 16: 0.119, 32: 0.145, 64: 0.172}})

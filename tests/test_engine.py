@@ -14,28 +14,7 @@ from apply_edit.proposers import Draft, no_draft
 from apply_edit.sampling import Sampling
 from apply_edit.models import FunctionModel
 from apply_edit.proposers import draft_model_proposer
-
-
-def random_model(seed: int, vocab: int, context: int = 3, sharp: float = 1.0) -> FunctionModel:
-    """A deterministic pseudo-random next-token distribution of the last `context` tokens."""
-
-    def fn(seq):
-        rng = random.Random(hash((seed, tuple(seq[-context:]))))
-        weights = [rng.random() ** sharp for _ in range(vocab)]
-        total = sum(weights)
-        return [w / total for w in weights]
-
-    return FunctionModel(fn)
-
-
-def oracle(target_tokens, prompt_len):
-    """A proposer that knows the plain output (the ceiling)."""
-
-    def propose(seq, k):
-        done = len(seq) - prompt_len
-        return target_tokens[done:done + k]
-
-    return propose
+from conftest import oracle, random_model
 
 
 proposer_kinds = st.sampled_from(["random", "oracle", "corrupted-oracle", "too-long", "empty", "repeat"])

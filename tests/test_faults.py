@@ -17,7 +17,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import grpc
@@ -27,27 +26,23 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from apply_edit import cli
 from apply_edit.apply import ApplyOptions
-from apply_edit.bench import request_for
 from apply_edit.cases import EditCase, load_case
 from apply_edit.models.transformers_target import TransformersTarget
-from apply_edit.service.client import RemoteRun, connect, request_message
+from apply_edit.service.client import RemoteRun, request_message
 from apply_edit.service.server import ApplyServer
 from apply_edit.v1 import apply_edit_pb2 as pb
 from apply_edit.v1 import apply_edit_pb2_grpc as pb_grpc
-from conftest import FIXTURES, drain, free_port, wait_until
+from conftest import EXE, FIXTURES, TEST_MODEL, ServerProcess, apply_call, drain, long_apply, server_env, wait_until
 
 pytestmark = pytest.mark.model
 
-EXE = str(Path(sys.executable).parent / "apply-edit")
-MODEL = "smollm2-135m"
 # The smallest fixture (763 prompt tokens on this model): every request pays its prefill, so it sets the pace.
 CASE = load_case(FIXTURES / "ts_small_file_whole_rewrite")
 # A tiny edit (244 prompt tokens against the fixture's 763) for the fault run, where prefill time adds up over
 # 50 faults; the model rambles on after it (over 1000 tokens), so its streams are long enough to cut.
 TINY = EditCase("greet", Path("greet.py"), 'def greet(name):\n    return "Hello, " + name\n\n\nprint(greet("world"))\n',
                 'def greet(name):\n    return f"Hello, {name}!"\n\n# ... existing code ...\n', expected="")
-# A stream that runs for many seconds (one token per verify pass), so there is time to cut it mid-way.
-LONG = ApplyOptions(method="plain", max_new_tokens=1000)
+LONG = long_apply()
 # What the in-place applies write: short, so each costs about one prefill; with --force the guard lets the
 # cut-short file through, which is all these tests need (a known complete result to compare with).
 WRITE_TOKENS = 12
@@ -56,66 +51,6 @@ WRITE_TOKENS = 12
 def temp_files(directory: Path) -> list[str]:
     """Leftovers of files.write_atomic (mkstemp prefix f".{name}.", suffix ".apply-edit.tmp")."""
     return sorted(p.name for p in directory.iterdir() if p.name.endswith(".apply-edit.tmp"))
-
-
-def server_env() -> dict:
-    # One torch thread unless told otherwise: with two threads on this 2-core machine, anything else running
-    # (the test's own clients, a parallel job) makes every op's thread barrier wait for a descheduled thread;
-    # measured here: 1.1 s per plain token with 2 threads under load, 0.1 s with 1.
-    return dict(os.environ, APPLY_EDIT_THREADS=os.environ.get("APPLY_EDIT_THREADS", "1"))
-
-
-class ServerProcess:
-    """`apply-edit serve` as a child process (so that it can be killed and its RSS is its own)."""
-
-    def __init__(self, log_dir: Path, *extra: str, env: dict | None = None):
-        self.port, self.metrics_port = free_port(), free_port()
-        self.log_path = log_dir / f"server-{self.port}.log"
-        self._log = self.log_path.open("w")
-        self.proc = subprocess.Popen([EXE, "serve", "--model", MODEL, "--dtype", "fp32", "--port", str(self.port),
-                                      "--metrics-port", str(self.metrics_port), *extra],
-                                     stdout=self._log, stderr=subprocess.STDOUT, env={**server_env(), **(env or {})})
-        self.address = f"127.0.0.1:{self.port}"
-        try:
-            self.channel = connect(self.address, wait_s=300)
-        except Exception:
-            self.stop()
-            raise AssertionError(f"server did not come up: {self.log()}")
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def rss_mib(self) -> float:
-        return rss_mib(self.proc.pid)
-
-    def metrics(self) -> str:
-        return urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10).read().decode()
-
-    def requests(self, status: str) -> float:
-        """apply_edit_requests_total for one final status, summed over the other labels."""
-        return sum(float(v) for labels, v in re.findall(r"^apply_edit_requests_total\{([^}]*)\} (\S+)$",
-                                                        self.metrics(), re.M) if f'status="{status}"' in labels)
-
-    def health(self) -> int:
-        stub = health_pb2_grpc.HealthStub(self.channel)
-        return stub.Check(health_pb2.HealthCheckRequest(service="apply_edit.v1.ApplyEdit"), timeout=10).status
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
-        self._log.close()
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmRSS for {pid}")
-
-
-def apply_call(channel, request, options, timeout=None):
-    return pb_grpc.ApplyEditStub(channel).Apply(request_message(request, options), timeout=timeout)
 
 
 def copy_case(directory: Path, case: EditCase = CASE) -> tuple[Path, Path]:
@@ -284,9 +219,9 @@ def stream_then(call, stop_after: int, pieces: list | None = None) -> tuple[int,
 def test_abandoned_requests_stop_within_a_verify_pass_and_free_memory(tmp_path):
     server = ServerProcess(tmp_path)
     try:
-        warm = RemoteRun(server.channel, request_for(CASE), ApplyOptions(max_new_tokens=32))
+        warm = RemoteRun(server.channel, CASE.request(), ApplyOptions(max_new_tokens=32))
         warm.result()
-        call = apply_call(server.channel, request_for(CASE), LONG)  # the path under test, once before measuring
+        call = apply_call(server.channel, CASE.request(), LONG)  # the path under test, once before measuring
         stream_then(call, 3)
         call.cancel()
         assert wait_until(lambda: server.requests("CANCELLED") == 1)
@@ -297,7 +232,7 @@ def test_abandoned_requests_stop_within_a_verify_pass_and_free_memory(tmp_path):
             for kind in ("cancel", "deadline", "disconnect"):
                 cancelled = server.requests("CANCELLED")
                 if kind == "cancel":
-                    call = apply_call(server.channel, request_for(CASE), LONG)
+                    call = apply_call(server.channel, CASE.request(), LONG)
                     _, gaps = stream_then(call, 4)
                     pass_s += gaps
                     rss["during"] = max(rss["during"], server.rss_mib())
@@ -307,11 +242,11 @@ def test_abandoned_requests_stop_within_a_verify_pass_and_free_memory(tmp_path):
                     timeout = 2 * warm.stats.ttft_s + 1.0
                     t0, pieces = time.perf_counter() + timeout, []
                     with pytest.raises(grpc.RpcError) as err:
-                        stream_then(apply_call(server.channel, request_for(CASE), LONG, timeout=timeout), 10**6,
+                        stream_then(apply_call(server.channel, CASE.request(), LONG, timeout=timeout), 10**6,
                                     pieces)
                     assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED and pieces
                 else:
-                    client = start_vanishing_client(server.address, request_for(CASE), LONG)
+                    client = start_vanishing_client(server.address, CASE.request(), LONG)
                     for _ in range(4):
                         assert client.stdout.readline(), "the client's stream ended early"
                     rss["during"] = max(rss["during"], server.rss_mib())
@@ -321,7 +256,7 @@ def test_abandoned_requests_stop_within_a_verify_pass_and_free_memory(tmp_path):
                 assert wait_until(lambda: server.requests("CANCELLED") > cancelled, seconds=60, step=0.005)
                 stop_s.setdefault(kind, []).append(time.perf_counter() - t0)
         rss["after the faults"] = server.rss_mib()
-        normal = RemoteRun(server.channel, request_for(CASE), ApplyOptions(max_new_tokens=32))
+        normal = RemoteRun(server.channel, CASE.request(), ApplyOptions(max_new_tokens=32))
         assert normal.result() == warm.text  # served, and just as before
         rss["after a normal request"] = server.rss_mib()
     finally:
@@ -348,8 +283,8 @@ def local_server():
     """One in-process server for the file faults and the fault run (its model can be made to throw)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(int(server_env()["APPLY_EDIT_THREADS"]))  # see server_env
-    target = TransformersTarget.load(MODEL, dtype="fp32", log=lambda *_: None)
-    server = ApplyServer(MODEL, port=0, max_request_bytes=200_000, log=lambda *_: None)
+    target = TransformersTarget.load(TEST_MODEL, dtype="fp32", log=lambda *_: None)
+    server = ApplyServer(TEST_MODEL, port=0, max_request_bytes=200_000, log=lambda *_: None)
     server.start()
     server.load_model(target)
     server.target, server.address = target, f"127.0.0.1:{server.port}"
@@ -556,15 +491,15 @@ class FaultRun:
         return f"{code.name}: {err.value.details()[:60]}"
 
     def _cancel(self, n):
-        call = apply_call(self.channel, request_for(TINY), LONG)
+        call = apply_call(self.channel, TINY.request(), LONG)
         pieces, _ = stream_then(call, self.rng.randint(1, 4))
         call.cancel()
         return f"cancelled after {pieces} pieces"
 
     def _cancel_while_queued(self, n):
-        running = apply_call(self.channel, request_for(TINY), LONG)
+        running = apply_call(self.channel, TINY.request(), LONG)
         next(running)  # it holds the model now
-        queued = apply_call(self.channel, request_for(TINY), LONG)
+        queued = apply_call(self.channel, TINY.request(), LONG)
         codes = []
         waiter = threading.Thread(target=lambda: codes.append(drain(queued)))
         waiter.start()
@@ -579,10 +514,10 @@ class FaultRun:
     def _deadline(self, n):
         timeout = self.rng.uniform(0.2, 3.0)
         return self._expect(grpc.StatusCode.DEADLINE_EXCEEDED,
-                            apply_call(self.channel, request_for(TINY), LONG, timeout=timeout))
+                            apply_call(self.channel, TINY.request(), LONG, timeout=timeout))
 
     def _disconnect(self, n):
-        client = start_vanishing_client(self.server.address, request_for(TINY), LONG)
+        client = start_vanishing_client(self.server.address, TINY.request(), LONG)
         lines = self.rng.randint(1, 3)
         for _ in range(lines):
             assert client.stdout.readline(), "the client's stream ended early"

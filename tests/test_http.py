@@ -11,7 +11,6 @@ import openai
 import pytest
 
 from apply_edit.apply import Applier, ApplyOptions
-from apply_edit.bench import request_for
 from apply_edit.cases import load_case
 from apply_edit.models.transformers_target import TransformersTarget
 from conftest import FIXTURES, http_server, long_chat, wait_until
@@ -58,7 +57,7 @@ def post(server, path: str, body, token: str | None = None):
 @pytest.fixture(scope="module")
 def local_answer(target):
     """What `apply-edit apply` writes for CASE on this model: the default pipeline, in process."""
-    return Applier(target).stream(request_for(CASE), ApplyOptions()).result()
+    return Applier(target).stream(CASE.request(), ApplyOptions()).result()
 
 
 def test_chat_apply_is_byte_identical_to_the_local_apply(server, local_answer):

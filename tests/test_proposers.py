@@ -5,7 +5,7 @@ from hypothesis import given, settings, strategies as st
 
 from apply_edit.decoding import greedy_decode, speculative_greedy
 from apply_edit.proposers import SuffixArrayProposer, suffix_array
-from test_engine import random_model
+from conftest import random_model
 
 
 @settings(max_examples=200, deadline=None)

@@ -13,12 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
-from safetensors.torch import save_file
 
 from apply_edit.decoding import greedy_decode
 from apply_edit.models import registry
 from apply_edit.models.transformers_target import TransformersTarget
+from conftest import fake_convert, fake_gguf
 
 pytestmark = pytest.mark.model
 
@@ -181,21 +180,6 @@ def test_unknown_name_or_path_is_a_clear_error():
         registry.resolve("nope")
 
 
-# Provisioning without the download and the conversion, for the tests of locking and read-only caches.
-
-def fake_gguf(source, work, log):
-    gguf = work / source.gguf_name
-    gguf.write_bytes(b"GGUF")
-    return gguf
-
-
-def fake_convert(gguf, out, log):
-    """A tiny entry that loads as safetensors; its config names the process that built it."""
-    out.mkdir()
-    save_file({"w": torch.zeros(4)}, out / "model.safetensors")
-    (out / "config.json").write_text(json.dumps({"built_by": os.getpid()}))
-
-
 @pytest.fixture
 def fake_entry(tmp_path, monkeypatch):
     """A provisioned entry built by the fakes in this test's cache root."""
@@ -209,9 +193,8 @@ def fake_entry(tmp_path, monkeypatch):
 RACER = """
 import os, sys
 from pathlib import Path
-from conftest import wait_until
+from conftest import fake_convert, fake_gguf, wait_until
 from apply_edit.models import registry
-from test_provisioning import fake_gguf, fake_convert
 
 marks = Path(sys.argv[1])
 
@@ -254,7 +237,7 @@ def test_two_processes_provisioning_at_once_build_it_once(tmp_path, monkeypatch)
 STUCK = """
 import sys, time
 from apply_edit.models import registry
-from test_provisioning import fake_gguf
+from conftest import fake_gguf
 
 def convert_until_killed(gguf, out, log):
     print("converting", flush=True)

@@ -4,7 +4,6 @@ import pytest
 import torch
 
 from apply_edit.apply import Applier, ApplyOptions, ApplyError
-from apply_edit.bench import request_for
 from apply_edit.cases import load_case
 from apply_edit.models.transformers_target import PREFILL_CHUNK, Interrupted, TransformersTarget
 from conftest import FIXTURES
@@ -109,13 +108,13 @@ def applier(target):
 
 def test_speculative_equals_plain_greedy_with_far_fewer_passes(applier):
     case = load_case(FIXTURES / "py_add_method")
-    plain = applier.stream(request_for(case), ApplyOptions(method="plain", max_new_tokens=300))
+    plain = applier.stream(case.request(), ApplyOptions(method="plain", max_new_tokens=300))
     plain.result()
-    adaptive = applier.stream(request_for(case), ApplyOptions(max_new_tokens=300, pipeline="model"))
+    adaptive = applier.stream(case.request(), ApplyOptions(max_new_tokens=300, pipeline="model"))
     adaptive.result()
     assert adaptive.tokens == plain.tokens
     # The adaptive policy minimises time, not passes (fp32 drafts are costly); fixed k shows the saving.
-    spec = applier.stream(request_for(case), ApplyOptions(method="spec-fixed", k=32, max_new_tokens=300))
+    spec = applier.stream(case.request(), ApplyOptions(method="spec-fixed", k=32, max_new_tokens=300))
     spec.result()
     assert spec.tokens == plain.tokens and spec.text == plain.text
     assert plain.stats.target_passes == len(plain.tokens)
@@ -124,7 +123,7 @@ def test_speculative_equals_plain_greedy_with_far_fewer_passes(applier):
 
 def test_streamed_pieces_concatenate_to_the_text(applier):
     case = load_case(FIXTURES / "ts_add_interface_field")
-    run = applier.stream(request_for(case), ApplyOptions(max_new_tokens=200, pipeline="model"))
+    run = applier.stream(case.request(), ApplyOptions(max_new_tokens=200, pipeline="model"))
     pieces = list(run)
     assert len(pieces) > 1 and "".join(pieces) == run.text
     assert "</updated-code>" not in run.text
@@ -133,7 +132,7 @@ def test_streamed_pieces_concatenate_to_the_text(applier):
 
 def test_abandoned_stream_releases_the_cache(applier, target):
     case = load_case(FIXTURES / "py_add_method")
-    run = applier.stream(request_for(case), ApplyOptions(max_new_tokens=200))
+    run = applier.stream(case.request(), ApplyOptions(max_new_tokens=200))
     it = iter(run)
     next(it)
     it.close()  # a client went away mid-stream
@@ -142,7 +141,7 @@ def test_abandoned_stream_releases_the_cache(applier, target):
 
 def test_cancel_while_the_prompt_is_read_stops_within_a_chunk(applier, target):
     case = load_case(FIXTURES / "py_add_method")  # a 2,000-token prompt: several chunks
-    run = applier.stream(request_for(case), ApplyOptions(method="plain", max_new_tokens=50))
+    run = applier.stream(case.request(), ApplyOptions(method="plain", max_new_tokens=50))
     assert run.stats.prompt_tokens > 2 * PREFILL_CHUNK
     reads = []
 
@@ -162,14 +161,14 @@ def test_cancel_while_the_prompt_is_read_stops_within_a_chunk(applier, target):
 def test_request_too_long_for_the_context_is_refused(applier):
     case = load_case(FIXTURES / "py_add_method")
     with pytest.raises(ApplyError, match="too long"):
-        applier.stream(request_for(case), ApplyOptions(max_new_tokens=10**6))
+        applier.stream(case.request(), ApplyOptions(max_new_tokens=10**6))
 
 
 def test_prompt_lookup_baseline_runs_on_the_same_model(applier):
     case = load_case(FIXTURES / "py_add_method")
-    run = applier.stream(request_for(case), ApplyOptions(method="prompt-lookup", max_new_tokens=60))
+    run = applier.stream(case.request(), ApplyOptions(method="prompt-lookup", max_new_tokens=60))
     text = run.result()
-    plain = applier.stream(request_for(case), ApplyOptions(method="plain", max_new_tokens=60)).result()
+    plain = applier.stream(case.request(), ApplyOptions(method="plain", max_new_tokens=60)).result()
     assert text and run.stats.target_passes >= 1
     assert text[:100] == plain[:100]
 
@@ -178,7 +177,7 @@ def test_the_default_writes_a_sound_merge_whatever_the_model_does(applier):
     """smollm2 cannot apply this edit itself; the merge passes the checks, so it
     is the answer: streamed as the model verifies it, the rest at once where the model departs."""
     case = load_case(FIXTURES / "py_add_method")
-    run = applier.stream(request_for(case), ApplyOptions())
+    run = applier.stream(case.request(), ApplyOptions())
     pieces = list(run)
     assert run.text == "".join(pieces) == case.expected
     assert run.outcome.path in ("merge", "model+merge") and run.stats.path == run.outcome.path
@@ -193,7 +192,7 @@ def test_the_default_never_hands_back_a_result_that_fails_the_checks(applier):
     from apply_edit.decide import ApplyRefused
 
     case = load_case(FIXTURES / "py_instruction_only")
-    run = applier.stream(request_for(case), ApplyOptions(max_new_tokens=400))
+    run = applier.stream(case.request(), ApplyOptions(max_new_tokens=400))
     try:
         text = run.result()
     except ApplyRefused as refused:
@@ -207,9 +206,9 @@ def test_the_default_never_hands_back_a_result_that_fails_the_checks(applier):
 @pytest.mark.parametrize("drafting", ["merge", "copy"])
 def test_every_drafting_mode_equals_plain_greedy(applier, drafting):
     case = load_case(FIXTURES / "ts_add_interface_field")
-    plain = applier.stream(request_for(case), ApplyOptions(method="plain", max_new_tokens=120))
+    plain = applier.stream(case.request(), ApplyOptions(method="plain", max_new_tokens=120))
     plain.result()
-    spec = applier.stream(request_for(case), ApplyOptions(drafting=drafting, max_new_tokens=120, pipeline="model"))
+    spec = applier.stream(case.request(), ApplyOptions(drafting=drafting, max_new_tokens=120, pipeline="model"))
     spec.result()
     assert spec.tokens == plain.tokens
     assert (spec.candidate is not None) == (drafting == "merge")

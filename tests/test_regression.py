@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from apply_edit.apply import Applier, ApplyOptions
-from apply_edit.bench import request_for
 from apply_edit.cases import load_cases
 from apply_edit.models.transformers_target import TransformersTarget, default_dtype
 from conftest import FIXTURES
@@ -55,7 +54,7 @@ def test_recorded_exact_case_stays_exact(model_run, case):
     recording = bool(os.environ.get("APPLY_EDIT_RECORD"))
     if not recording and not (before and before["exact"]):
         pytest.skip(f"{case.name} is not recorded as exact for {name}")
-    text = applier.stream(request_for(case), ApplyOptions(pipeline="model")).result()
+    text = applier.stream(case.request(), ApplyOptions(pipeline="model")).result()
     exact = text == case.expected
     seen[case.name] = {"exact": exact, "output_sha256": sha(text)}
     if before and before["exact"]:

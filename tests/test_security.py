@@ -10,7 +10,6 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from apply_edit.apply import ApplyOptions
-from apply_edit.bench import request_for
 from apply_edit.cases import load_case
 from apply_edit.cli import main
 from apply_edit.service.client import RemoteError, RemoteRun, connect, request_message
@@ -55,7 +54,7 @@ def start(**kw) -> ApplyServer:
 
 def apply_error(channel, metadata=None) -> grpc.RpcError:
     with pytest.raises(grpc.RpcError) as err:
-        list(pb_grpc.ApplyEditStub(channel).Apply(request_message(request_for(CASE), SHORT), metadata=metadata,
+        list(pb_grpc.ApplyEditStub(channel).Apply(request_message(CASE.request(), SHORT), metadata=metadata,
                                                   timeout=30))
     return err.value
 
@@ -155,7 +154,7 @@ def test_metrics_stay_on_loopback_when_the_api_is_open_to_the_network():
 def test_message_limits_on_both_sides():
     server = start(max_request_bytes=10_000)
     try:
-        big = request_for(CASE)
+        big = CASE.request()
         big.original = "x = 1\n" * 300_000  # 1.8 MB: above the server's gRPC limit (2 x 10 kB + 1 MiB)
         with connect(f"127.0.0.1:{server.port}", max_message_bytes=20_000) as channel:
             with pytest.raises(RemoteError, match="RESOURCE_EXHAUSTED: .*larger than max"):

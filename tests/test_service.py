@@ -14,14 +14,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from apply_edit.apply import Applier, ApplyOptions
-from apply_edit.bench import request_for
 from apply_edit.cases import load_case
 from apply_edit.models.transformers_target import TransformersTarget
-from apply_edit.service.client import RemoteError, RemoteRun, connect, request_message
+from apply_edit.service.client import RemoteError, RemoteRun, connect
 from apply_edit.service.server import ApplyServer
 from apply_edit.v1 import apply_edit_pb2 as pb
 from apply_edit.v1 import apply_edit_pb2_grpc as pb_grpc
-from conftest import FIXTURES, drain, free_port, wait_until
+from conftest import FIXTURES, apply_call, drain, free_port, wait_until
 
 pytestmark = pytest.mark.model
 ROOT = Path(__file__).parent.parent
@@ -56,10 +55,6 @@ def channel(server):
         yield ch
 
 
-def apply_call(channel, request, options=SHORT, timeout=None):
-    return pb_grpc.ApplyEditStub(channel).Apply(request_message(request, options), timeout=timeout)
-
-
 def test_health_goes_not_serving_serving_not_serving(target):
     server = ApplyServer("smollm2-135m", port=0, log=lambda *_: None)
     port = server.start()
@@ -68,7 +63,7 @@ def test_health_goes_not_serving_serving_not_serving(target):
         check = lambda: health.Check(health_pb2.HealthCheckRequest(service="apply_edit.v1.ApplyEdit")).status
         assert check() == health_pb2.HealthCheckResponse.NOT_SERVING
         with pytest.raises(grpc.RpcError) as err:  # requests before the model is ready: UNAVAILABLE
-            list(apply_call(ch, request_for(CASE)))
+            list(apply_call(ch, CASE.request(), SHORT))
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE
         server.load_model(target)
         assert check() == health_pb2.HealthCheckResponse.SERVING
@@ -85,9 +80,9 @@ def test_reflection_lists_the_services(channel):
 
 
 def test_stream_concatenates_to_the_local_result_and_ends_with_stats(channel, target):
-    local_run = Applier(target).stream(request_for(CASE), SHORT)
+    local_run = Applier(target).stream(CASE.request(), SHORT)
     local = local_run.result()
-    responses = list(apply_call(channel, request_for(CASE)))
+    responses = list(apply_call(channel, CASE.request(), SHORT))
     assert len(responses) > 2
     assert "".join(r.text for r in responses) == local
     assert [r.HasField("stats") for r in responses] == [False] * (len(responses) - 1) + [True]
@@ -99,17 +94,17 @@ def test_stream_concatenates_to_the_local_result_and_ends_with_stats(channel, ta
 
 
 def test_cancel_stops_decoding_and_frees_the_cache(channel, server, target):
-    call = apply_call(channel, request_for(CASE), ApplyOptions(method="plain", max_new_tokens=2000))
+    call = apply_call(channel, CASE.request(), ApplyOptions(method="plain", max_new_tokens=2000))
     next(call)
     call.cancel()
     assert wait_until(lambda: target._cache is None and server.model.idle(), seconds=10)
-    after = list(apply_call(channel, request_for(CASE)))  # the server goes on serving
+    after = list(apply_call(channel, CASE.request(), SHORT))  # the server goes on serving
     assert after[-1].HasField("stats")
 
 
 def test_deadline_stops_decoding(channel, server, target):
     with pytest.raises(grpc.RpcError) as err:
-        list(apply_call(channel, request_for(CASE), ApplyOptions(method="plain", max_new_tokens=2000), timeout=1.5))
+        list(apply_call(channel, CASE.request(), ApplyOptions(method="plain", max_new_tokens=2000), timeout=1.5))
     assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert wait_until(lambda: target._cache is None and server.model.idle(), seconds=10)
 
@@ -119,13 +114,13 @@ def test_queue_full_is_refused_with_a_retry_hint(target):
     busy = ApplyOptions(method="plain", max_new_tokens=2000)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
-            running = apply_call(ch, request_for(CASE), busy)
+            running = apply_call(ch, CASE.request(), busy)
             next(running)  # holds the model
-            queued = apply_call(ch, request_for(CASE), busy)
+            queued = apply_call(ch, CASE.request(), busy)
             threading.Thread(target=drain, args=(queued,), daemon=True).start()
             assert wait_until(lambda: server.model.in_flight == 2, seconds=10)
             with pytest.raises(grpc.RpcError) as err:
-                list(apply_call(ch, request_for(CASE)))
+                list(apply_call(ch, CASE.request(), SHORT))
             assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert int(dict(err.value.trailing_metadata())["retry-after-ms"]) > 0
             running.cancel()
@@ -167,7 +162,7 @@ def test_non_utf8_request_is_invalid_argument(channel):
 
 
 def test_metrics_endpoint(channel, server):
-    list(apply_call(channel, request_for(CASE)))
+    list(apply_call(channel, CASE.request(), SHORT))
     text = urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).read().decode()
     assert 'apply_edit_requests_total{language="python",size="small",status="OK"}' in text
     assert 'apply_edit_answers_total{path="unjudged"}' in text  # SHORT asks for the model's own output
@@ -178,10 +173,10 @@ def test_metrics_endpoint(channel, server):
 
 def test_remote_run_matches_local_and_refuses_partial_streams(server, target):
     channel = connect(f"127.0.0.1:{server.port}", wait_s=30)
-    run = RemoteRun(channel, request_for(CASE), SHORT)
-    assert run.result() == Applier(target).stream(request_for(CASE), SHORT).result()
+    run = RemoteRun(channel, CASE.request(), SHORT)
+    assert run.result() == Applier(target).stream(CASE.request(), SHORT).result()
     assert run.stats.target_passes > 0
-    cut = RemoteRun(channel, request_for(CASE), ApplyOptions(method="plain", max_new_tokens=2000), timeout=1.0)
+    cut = RemoteRun(channel, CASE.request(), ApplyOptions(method="plain", max_new_tokens=2000), timeout=1.0)
     with pytest.raises(RemoteError, match="DEADLINE_EXCEEDED"):
         cut.result()
 
@@ -209,16 +204,16 @@ def test_the_default_pipeline_over_grpc_reports_its_path_and_refuses_with_failed
     from apply_edit.decide import ApplyRefused
 
     channel = connect(f"127.0.0.1:{server.port}")
-    remote = RemoteRun(channel, request_for(CASE), ApplyOptions())
+    remote = RemoteRun(channel, CASE.request(), ApplyOptions())
     assert remote.result() == CASE.expected and remote.stats.path in ("merge", "model+merge")
-    local = Applier(target).stream(request_for(CASE), ApplyOptions())
+    local = Applier(target).stream(CASE.request(), ApplyOptions())
     assert local.result() == remote.text and local.stats.path == remote.stats.path
     nothing = load_case(FIXTURES / "py_instruction_only")
     nothing.instruction = "Remove every function from this module."
-    code = drain(apply_call(channel, request_for(nothing), ApplyOptions(max_new_tokens=30)))
+    code = drain(apply_call(channel, nothing.request(), ApplyOptions(max_new_tokens=30)))
     assert code == grpc.StatusCode.FAILED_PRECONDITION
     with pytest.raises(ApplyRefused, match="no sound result"):
-        RemoteRun(channel, request_for(nothing), ApplyOptions(max_new_tokens=30)).result()
+        RemoteRun(channel, nothing.request(), ApplyOptions(max_new_tokens=30)).result()
     channel.close()
 
 
@@ -298,7 +293,7 @@ def test_sigterm_drains_in_flight_requests_and_refuses_new_ones(small_edit):
                             stderr=subprocess.PIPE, text=True)
     try:
         channel = connect(f"127.0.0.1:{port}", wait_s=120)
-        in_flight = apply_call(channel, request_for(CASE), ApplyOptions(method="plain", max_new_tokens=40))
+        in_flight = apply_call(channel, CASE.request(), ApplyOptions(method="plain", max_new_tokens=40))
         first = next(in_flight)
         proc.send_signal(15)
         rest = list(in_flight)  # the request already running completes
@@ -309,7 +304,7 @@ def test_sigterm_drains_in_flight_requests_and_refuses_new_ones(small_edit):
         assert proc.wait(timeout=60) == 0
         assert "draining" in proc.stderr.read()
         with pytest.raises(grpc.RpcError) as err:  # and nothing new is taken
-            list(apply_call(channel, request_for(CASE)))
+            list(apply_call(channel, CASE.request(), SHORT))
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE
     finally:
         proc.kill()

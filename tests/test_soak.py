@@ -14,10 +14,10 @@ import pytest
 from grpc_health.v1 import health_pb2
 
 from apply_edit.apply import ApplyOptions
-from apply_edit.bench import Record, load_summary, request_for
+from apply_edit.bench import Record
 from apply_edit.cases import load_case
-from conftest import FIXTURES, drain, wait_until
-from test_faults import LONG, ServerProcess, apply_call
+from apply_edit.service.load import load_summary
+from conftest import FIXTURES, ServerProcess, apply_call, drain, long_apply, wait_until
 
 pytestmark = [pytest.mark.model, pytest.mark.soak]
 
@@ -37,7 +37,7 @@ def test_eight_streams_for_the_soak_time_without_errors_or_growth(tmp_path, requ
     server = ServerProcess(tmp_path, "--max-queue", str(STREAMS))
     try:
         # The start RSS: idle after one request, the same one as before the end RSS.
-        assert drain(apply_call(server.channel, request_for(CASES[-1]), options)) == grpc.StatusCode.OK
+        assert drain(apply_call(server.channel, CASES[-1].request(), options)) == grpc.StatusCode.OK
         rss = [server.rss_mib()]
         records: list[Record] = []
         cut: list[str] = []
@@ -56,7 +56,7 @@ def test_eight_streams_for_the_soak_time_without_errors_or_growth(tmp_path, requ
                 with lock:
                     if stopped:
                         return
-                    in_flight[i] = call = apply_call(server.channel, request_for(case), options)
+                    in_flight[i] = call = apply_call(server.channel, case.request(), options)
                 try:
                     for response in call:
                         if response.text and not text:
@@ -93,7 +93,7 @@ def test_eight_streams_for_the_soak_time_without_errors_or_growth(tmp_path, requ
         wall = time.perf_counter() - start
         assert wait_until(lambda: "apply_edit_queue_depth 0.0" in server.metrics())
         health = server.health()
-        assert drain(apply_call(server.channel, request_for(CASES[-1]), options)) == grpc.StatusCode.OK
+        assert drain(apply_call(server.channel, CASES[-1].request(), options)) == grpc.StatusCode.OK
         rss.append(server.rss_mib())  # idle again, after the same request as the start
     finally:
         server.stop()
@@ -124,7 +124,7 @@ def test_requests_beyond_capacity_are_refused_at_once(tmp_path):
 
     def stream() -> None:
         t0 = time.perf_counter()
-        call = apply_call(server.channel, request_for(case), LONG)
+        call = apply_call(server.channel, case.request(), long_apply())
         with lock:
             calls.append(call)
         try:
@@ -153,7 +153,7 @@ def test_requests_beyond_capacity_are_refused_at_once(tmp_path):
             t.join(timeout=30)
         assert [o[0] for o in outcomes[4:]] == [grpc.StatusCode.CANCELLED] * 2
         assert wait_until(lambda: server.requests("CANCELLED") == 2)  # the server let go of both
-        assert drain(apply_call(server.channel, request_for(case), ApplyOptions(max_new_tokens=8))) == \
+        assert drain(apply_call(server.channel, case.request(), ApplyOptions(max_new_tokens=8))) == \
             grpc.StatusCode.OK  # and the server takes the next one
     finally:
         server.stop()

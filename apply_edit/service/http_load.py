@@ -9,8 +9,9 @@ import time
 import urllib.error
 import urllib.request
 
-from ..bench import Record, run_concurrently
+from ..bench import Record
 from ..cases import EditCase
+from .load import error_lines, run_concurrently
 
 
 def apply_message(case: EditCase) -> str:
@@ -66,5 +67,4 @@ def http_summary(records: list[Record]) -> str:
         server = sum(r.stats["server_total_s"] for r in ok)
         lines.append(f"client wall {wall:.2f}s, server total {server:.2f}s: HTTP adds {wall - server:.3f}s "
                      f"({(wall - server) / wall:.2%} of wall), {(wall - server) / len(ok) * 1000:.1f} ms per request")
-    lines += [f"error: {r.case}: {r.error}" for r in records if r.error]
-    return "\n".join(lines)
+    return "\n".join(lines + error_lines(records))
