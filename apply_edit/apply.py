@@ -4,8 +4,8 @@ streamed file text.
 This is the one path that the CLI, the bench and the gRPC service use. `Applier.stream` returns an
 `ApplyRun`: iterate it for text pieces as they are verified; afterwards `.text` is the whole file,
 `.stats` says what it cost and `.outcome` which path produced it (`decide.py`). The default (`spec` with
-the `verify` pipeline) hands back only a result that passes the checks, and raises `ApplyRefused` when
-none does.
+the `checked` pipeline) hands back a merge that passes the checks at once, without running the model,
+else the model's output if that passes them, and raises `ApplyRefused` when none does.
 """
 
 from __future__ import annotations
@@ -41,9 +41,11 @@ DRAFTING = ("merge", "copy")
 # exact: the output is the target's own; typical: also accept a drafted token the target gives
 # probability >= typical_threshold (faster, NOT the target's output; greedy only).
 ACCEPTANCE = ("exact", "typical")
-# verify: spec's output is judged against the merge and the checks (decide.py), and refused when nothing
-# passes; model: the model's own output, unjudged (spec == plain greedy holds for it).
-PIPELINES = ("verify", "model")
+# checked: a merge that passes the checks is the answer at once, the model is not run; otherwise the model
+# writes and its output is judged by the checks, and refused when it fails them (decide.py). verify: the
+# same answers, but the model also reads a sound merge and says where it departs (a whole decode, for the
+# report only). model: the model's own output, unjudged (spec == plain greedy holds for it).
+PIPELINES = ("checked", "verify", "model")
 PROMPT_LOOKUP_TOKENS = 10  # transformers' own suggestion for prompt_lookup_num_tokens
 
 
@@ -81,11 +83,11 @@ class ApplyOptions:
     drafting: str = "merge"
     acceptance: str = "exact"
     typical_threshold: float = 0.3
-    pipeline: str = "verify"  # applies to spec with merge drafting; other methods are the model's own output
+    pipeline: str = "checked"  # applies to spec with merge drafting; other methods are the model's own output
 
     @property
     def judged(self) -> bool:
-        return self.pipeline == "verify" and self.method == "spec" and self.drafting == "merge"
+        return self.pipeline in ("checked", "verify") and self.method == "spec" and self.drafting == "merge"
 
     def validate(self) -> None:
         if self.method not in METHODS:
@@ -137,10 +139,11 @@ class ApplyRun:
     With a `judge`, the text is chosen by `decide.py`'s rule and the iteration raises `ApplyRefused` at the
     end when nothing passes the checks."""
 
-    def __init__(self, blocks: Iterator[list[int]], detok: IncrementalDetokenizer, extractor: OutputExtractor,
-                 stats: ApplyStats, start: float, candidate: str | None = None, judge: Judge | None = None,
-                 cancel: threading.Event | None = None):
+    def __init__(self, blocks: Iterator[list[int]], detok: IncrementalDetokenizer | None,
+                 extractor: OutputExtractor | None, stats: ApplyStats, start: float, candidate: str | None = None,
+                 judge: Judge | None = None, cancel: threading.Event | None = None):
         self._blocks, self._detok, self._extractor = blocks, detok, extractor
+        self.needs_model = detok is not None  # False for `sound_merge`: nothing to decode
         self.stats = stats
         self.candidate = candidate  # the merge candidate's text drafting started from, if any
         self.text = ""
@@ -185,11 +188,21 @@ class ApplyRun:
         self.text += piece
         yield piece
 
+    @classmethod
+    def sound_merge(cls, judge: Judge, stats: ApplyStats, start: float) -> ApplyRun:
+        """The `checked` pipeline's answer where the merge passes the checks: its text, no model run."""
+        no_blocks = (block for block in ())
+        return cls(no_blocks, None, None, stats, start, candidate=judge.candidate.text, judge=judge)
+
     def __iter__(self) -> Iterator[str]:
         if self._judge is None:
             for piece in self._pieces():
                 self.model_text += piece
                 yield from self._emit(piece)
+        elif not self.needs_model:
+            self.outcome = self._judge.without_model()
+            self.stats.path = self.outcome.path
+            yield from self._emit(self._judge.candidate.text)
         elif self._judge.merge_sound:
             yield from self._verify_merge(self._judge)
         else:
@@ -289,6 +302,11 @@ class Applier:
         candidate = (merge(request.original, request.update, language)
                      if drafts_from_merge or "{merged}" in fmt.user or options.judged else None)
         merge_s = time.perf_counter() - start if drafts_from_merge else 0.0  # part of the drafting plan's cost
+        judge = (Judge(request.original, request.update, language, candidate, request.instruction)
+                 if options.judged else None)
+        if judge is not None and judge.merge_sound and options.pipeline == "checked":
+            return ApplyRun.sound_merge(judge, ApplyStats(method=options.method, plan_s=time.perf_counter() - start),
+                                        start)
         prompt_text = self.prompt_text(request, options, candidate)
         prompt = self._encode(prompt_text)
         original_ids, update_ids = self._encode(request.original), self._encode(request.update)
@@ -318,8 +336,6 @@ class Applier:
             blocks = self.decode(prompt, proposer, self._draft_length(options, plan), max_new,
                                  Sampling(options.temperature, options.top_p, options.seed), stop, stats, cancel,
                                  typical_threshold=options.typical_threshold if options.acceptance == "typical" else None)
-        judge = (Judge(request.original, request.update, language, candidate, request.instruction)
-                 if options.judged else None)
         return ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start,
                         candidate=plan.candidate.text if plan and plan.candidate else None, judge=judge,
                         cancel=cancel)

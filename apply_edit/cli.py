@@ -310,8 +310,10 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                         "target gives >= --typical-threshold probability (faster, NOT exact)")
     p.add_argument("--typical-threshold", type=float, default=ApplyOptions.typical_threshold)
     p.add_argument("--pipeline", default=ApplyOptions.pipeline, choices=PIPELINES,
-                   help="verify: judge the model's output against the merge and the checks, refuse when nothing "
-                        "passes (default, with --method spec); model: the model's own output, unjudged")
+                   help="checked (default, with --method spec): a merge that passes the checks at once, else "
+                        "the model's output if it passes them, else refuse; verify: the same answers, the model "
+                        "also reads a sound merge and reports where it departs; model: the model's own output, "
+                        "unjudged")
 
 
 def _add_client_args(p: argparse.ArgumentParser) -> None:

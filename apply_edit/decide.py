@@ -1,17 +1,20 @@
 """Which text an apply hands back: the merge's, the model's, or none (refused), and why.
 
-The rule (`ApplyRun` applies it while the model streams):
-1. When the merge passes every check (`checks.py`), the text is the merge: it is streamed as the model
-   verifies it, and where the model first disagrees, decoding stops and the rest of the merge follows at
-   once (path `merge`, with the line of disagreement); where the model writes it to the end, path
-   `model+merge`. The merge's report (confident or not) goes into the reason.
+The rule (`ApplyRun` applies it):
+1. When the merge passes every check (`checks.py`), the text is the merge (path `merge`). The default
+   `checked` pipeline hands it back at once without running the model; the `verify` pipeline streams it
+   as the model verifies it, and where the model first disagrees, decoding stops and the rest of the
+   merge follows (path `merge`, with the line of disagreement); where the model writes it to the end,
+   path `model+merge`. The merge's report (confident or not) goes into the reason.
 2. Otherwise (the merge is unsound) the model writes its own output, streamed as verified, and it is
    handed back when it passes every check (path `model`).
 3. Otherwise nothing: the apply is refused with the checks' reasons.
 
 Why the merge first even where its report is unsure: on the fixtures the small default model is right
 far less often than the merge, and where the merge was unsure but sound, the model's differing output
-also passed the checks and was wrong (c_real_zlib_zran_check_realloc_fseeko, README). The model writes
+also passed the checks and was wrong (c_real_zlib_zran_check_realloc_fseeko, README); where the merge was
+sound and wrong, the model reproduced it (go_fresh_chi_logger_drop_closenotifier, 164 s). The model's
+reading of a sound merge never changes the answer, so by default it is not paid for; the model writes
 the file only where the merge cannot.
 """
 
@@ -64,11 +67,18 @@ class Judge:
         """The merge is the answer: it passes every check."""
         return not self.merge_problems
 
+    def _sureness(self) -> str:
+        return "structurally sure" if self.candidate.report.confident else "placed without full certainty"
+
+    def without_model(self) -> Outcome:
+        """The outcome for a sound merge that the model does not read (the `checked` pipeline)."""
+        return Outcome("merge", f"the merge ({self._sureness()}) passes the checks")
+
     def after_model(self, model_text: str, finished: bool) -> Outcome:
         """The outcome once the model has stopped: `finished` when it wrote its whole answer."""
         merge_text = self.candidate.text
         if self.merge_sound:
-            sure = "structurally sure" if self.candidate.report.confident else "placed without full certainty"
+            sure = self._sureness()
             if finished and model_text == merge_text:
                 return Outcome("model+merge", f"the model reproduced the merge ({sure})")
             line = first_difference_line(merge_text, model_text)

@@ -79,6 +79,14 @@ def test_a_sound_merge_is_the_answer_even_when_unsure_and_the_model_disagrees():
     assert "without full certainty" in r.outcome.reason
 
 
+def test_the_checked_pipeline_answers_a_sound_merge_without_the_model():
+    candidate = merge(ORIGINAL, UPDATE, "python")
+    r = ApplyRun.sound_merge(Judge(ORIGINAL, UPDATE, "python", candidate), ApplyStats(), 0.0)
+    assert list(r) == [MERGED] and r.text == MERGED and r.model_text == ""
+    assert (r.outcome.path, r.stats.path, r.stats.disagreement_line, r.stats.target_passes) == ("merge", "merge", 0, 0)
+    assert r.outcome.reason == "the merge (structurally sure) passes the checks" and r.stats.ttft_s > 0
+
+
 def test_where_the_merge_fails_the_checks_the_model_output_that_passes_them_is_the_answer():
     model = ORIGINAL.replace("return w * h\n", "return w * h * 2\n")
     r, _, pieces = run(model, update="", instruction="double the area")  # only the model reads instructions

@@ -219,7 +219,8 @@ def stream_then(call, stop_after: int, pieces: list | None = None) -> tuple[int,
 def test_abandoned_requests_stop_within_a_verify_pass_and_free_memory(tmp_path):
     server = ServerProcess(tmp_path)
     try:
-        warm = RemoteRun(server.channel, CASE.request(), ApplyOptions(max_new_tokens=32))
+        # The model's own path: its TTFT sets the deadline below (a sound merge would answer at once).
+        warm = RemoteRun(server.channel, CASE.request(), ApplyOptions(max_new_tokens=32, pipeline="model"))
         warm.result()
         call = apply_call(server.channel, CASE.request(), LONG)  # the path under test, once before measuring
         stream_then(call, 3)
@@ -256,7 +257,7 @@ def test_abandoned_requests_stop_within_a_verify_pass_and_free_memory(tmp_path):
                 assert wait_until(lambda: server.requests("CANCELLED") > cancelled, seconds=60, step=0.005)
                 stop_s.setdefault(kind, []).append(time.perf_counter() - t0)
         rss["after the faults"] = server.rss_mib()
-        normal = RemoteRun(server.channel, CASE.request(), ApplyOptions(max_new_tokens=32))
+        normal = RemoteRun(server.channel, CASE.request(), ApplyOptions(max_new_tokens=32, pipeline="model"))
         assert normal.result() == warm.text  # served, and just as before
         rss["after a normal request"] = server.rss_mib()
     finally:
@@ -294,8 +295,10 @@ def local_server():
 
 
 def apply_in_place(server, target: Path, update: Path, *extra: str) -> int:
+    # `verify`: the model reads the sound merge too, so faults in its passes have passes to hit (the
+    # default `checked` pipeline answers a sound merge without the model).
     return cli.main(["apply", str(target), "--update", str(update), "-i", "--force", "--server", server.address,
-                     "--max-new-tokens", str(WRITE_TOKENS), *extra])
+                     "--max-new-tokens", str(WRITE_TOKENS), "--pipeline", "verify", *extra])
 
 
 @pytest.fixture(scope="module")
@@ -595,7 +598,8 @@ class FaultRun:
             request = pb.ApplyRequest(original="x" * 1_600_000, update="y")
             return self._expect(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                 pb_grpc.ApplyEditStub(self.channel).Apply(request))
-        request = pb.ApplyRequest(original=big.original * 2, update=big.update, path="big.py")  # ~15k tokens
+        request = pb.ApplyRequest(original=big.original * 2, update=big.update, path="big.py",  # ~15k tokens
+                                  options=pb.ApplyOptions(pipeline="model"))  # the merge alone needs no context
         return self._expect(grpc.StatusCode.INVALID_ARGUMENT, pb_grpc.ApplyEditStub(self.channel).Apply(request))
 
     def _model_raises(self, n):

@@ -161,7 +161,9 @@ def test_cancel_while_the_prompt_is_read_stops_within_a_chunk(applier, target):
 def test_request_too_long_for_the_context_is_refused(applier):
     case = load_case(FIXTURES / "py_add_method")
     with pytest.raises(ApplyError, match="too long"):
-        applier.stream(case.request(), ApplyOptions(max_new_tokens=10**6))
+        applier.stream(case.request(), ApplyOptions(max_new_tokens=10**6, pipeline="model"))
+    # A sound merge needs no context: the default answers it whatever the model's limit.
+    assert applier.stream(case.request(), ApplyOptions(max_new_tokens=10**6)).result() == case.expected
 
 
 def test_prompt_lookup_baseline_runs_on_the_same_model(applier):
@@ -173,11 +175,14 @@ def test_prompt_lookup_baseline_runs_on_the_same_model(applier):
     assert text[:100] == plain[:100]
 
 
-def test_the_default_writes_a_sound_merge_whatever_the_model_does(applier):
-    """smollm2 cannot apply this edit itself; the merge passes the checks, so it
-    is the answer: streamed as the model verifies it, the rest at once where the model departs."""
+def test_a_sound_merge_is_the_answer_whatever_the_model_does(applier):
+    """smollm2 cannot apply this edit itself; the merge passes the checks, so it is the answer: by
+    default at once, with no target pass; with `--pipeline verify` streamed as the model verifies it,
+    the rest at once where the model departs."""
     case = load_case(FIXTURES / "py_add_method")
     run = applier.stream(case.request(), ApplyOptions())
+    assert run.result() == case.expected and run.stats.path == "merge" and run.stats.target_passes == 0
+    run = applier.stream(case.request(), ApplyOptions(pipeline="verify"))
     pieces = list(run)
     assert run.text == "".join(pieces) == case.expected
     assert run.outcome.path in ("merge", "model+merge") and run.stats.path == run.outcome.path

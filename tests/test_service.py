@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -129,6 +130,24 @@ def test_queue_full_is_refused_with_a_retry_hint(target):
         server.stop(0)
 
 
+def test_a_sound_merge_does_not_wait_behind_the_model(target):
+    """The default answers a merge that passes the checks without the model: it is not queued behind a
+    request the model is decoding."""
+    server = make_server(target)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+            running = apply_call(ch, CASE.request(), ApplyOptions(method="plain", max_new_tokens=2000))
+            next(running)  # holds the model
+            t0 = time.perf_counter()
+            answer = RemoteRun(ch, CASE.request(), ApplyOptions())
+            assert answer.result() == CASE.expected and answer.stats.path == "merge"
+            assert answer.stats.target_passes == 0 and server.model._model.locked()  # the other still decodes
+            print(f"\nsound merge answered in {time.perf_counter() - t0:.3f} s while the model was busy")
+            running.cancel()
+    finally:
+        server.stop(0)
+
+
 @pytest.mark.parametrize("fields, options, message", [
     (dict(original="", update=""), {}, "both empty"),
     (dict(original="x = 1\n", update=""), {}, "update is empty"),
@@ -139,7 +158,7 @@ def test_queue_full_is_refused_with_a_retry_hint(target):
     (dict(original="x = 1\n", update="x = 2\n"), dict(drafting="psychic"), "unknown drafting"),
     (dict(original="x = 1\n", update="x = 2\n"),
      dict(acceptance=pb.ACCEPTANCE_MODE_TYPICAL, temperature=0.7), "typical acceptance is greedy only"),
-    (dict(original="x = 1\n", update="x = 2\n"), dict(max_new_tokens=10_000_000), "too long"),
+    (dict(original="x = 1\n", update="x = 2\n"), dict(max_new_tokens=10_000_000, pipeline="model"), "too long"),
     (dict(original="x" * 300_000, update="x"), {}, "at most 200000 bytes"),
 ])
 def test_bad_input_is_invalid_argument_with_a_message(channel, fields, options, message):
@@ -205,7 +224,7 @@ def test_the_default_pipeline_over_grpc_reports_its_path_and_refuses_with_failed
 
     channel = connect(f"127.0.0.1:{server.port}")
     remote = RemoteRun(channel, CASE.request(), ApplyOptions())
-    assert remote.result() == CASE.expected and remote.stats.path in ("merge", "model+merge")
+    assert remote.result() == CASE.expected and remote.stats.path == "merge"
     local = Applier(target).stream(CASE.request(), ApplyOptions())
     assert local.result() == remote.text and local.stats.path == remote.stats.path
     nothing = load_case(FIXTURES / "py_instruction_only")

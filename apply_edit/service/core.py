@@ -3,10 +3,12 @@ on it at a time, its work on one thread, and the metrics of what it did.
 
 A face turns its request into an `ApplyRequest` + `ApplyOptions` (or a chat request), then
 
-    with service.admitted(labels):           # a place in the queue, or Busy / NotReady
-        run = service.start(is_active, ...)  # waits for the model (ClientGone if the client left)
-        for piece in service.pieces(run): ...
+    with service.admitted():                                  # a place in the queue, or Busy / NotReady
+        for piece in service.pieces(start, on_run, is_active):  # waits for the model if the run needs it
+            ...                                               # (ClientGone if the client left meanwhile)
     # the model, its KV cache and the queue place are released on every way out
+
+An answer that needs no model (a merge that passes the checks) does not wait behind the model's work.
 
 and answers in its own protocol. `is_active` is the face's "is the client still there" (gRPC context,
 HTTP disconnect); a run is cancelled through `run.cancel()`, which the face wires to its own signal.
@@ -100,19 +102,24 @@ class ModelService:
         """fn(*args) on the model thread; its result, or its exception raised here."""
         return self._model_thread.submit(fn, *args).result()
 
-    def pieces(self, start: Callable[[Applier], ApplyRun], on_run: Callable[[ApplyRun], None] = lambda run: None
-               ) -> Iterator[str]:
-        """Starts a run on the model thread (`start(applier)`), hands it to `on_run` (to wire cancellation),
-        then yields its pieces, each computed on the model thread. Call inside `holding_model`. The run is
-        closed on the model thread on every way out, which frees its KV cache."""
-        run = self.on_model(start, self.applier)
+    def pieces(self, start: Callable[[Applier], ApplyRun], on_run: Callable[[ApplyRun], None],
+               is_active: Callable[[], bool]) -> Iterator[str]:
+        """Starts a run (`start(applier)`: the merge, its checks, the prompt; decoding has not begun),
+        hands it to `on_run` (to wire cancellation), then yields its pieces. A run that needs the model
+        waits for it (`holding_model`) and computes each piece on the model thread, and is closed there on
+        every way out, which frees its KV cache; one that does not is answered here and now."""
+        run = start(self.applier)
         on_run(run)
-        pieces = iter(run)
-        try:
-            while (piece := self.on_model(next, pieces, _END)) is not _END:
-                yield piece
-        finally:
-            self.on_model(_close, pieces, run)
+        if not run.needs_model:
+            yield from run
+            return
+        with self.holding_model(is_active):
+            pieces = iter(run)
+            try:
+                while (piece := self.on_model(next, pieces, _END)) is not _END:
+                    yield piece
+            finally:
+                self.on_model(_close, pieces, run)
 
     def observe(self, stats: ApplyStats, labels) -> None:
         m = self.metrics

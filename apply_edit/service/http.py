@@ -330,8 +330,8 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
 
         def work() -> None:
             try:
-                with service.admitted(), service.holding_model(lambda: not gone.is_set()):
-                    for piece in service.pieces(job.start, on_run):
+                with service.admitted():
+                    for piece in service.pieces(job.start, on_run, lambda: not gone.is_set()):
                         put(("piece", piece))
                 put(("end", None))
             except BaseException as exc:  # handed to the request's coroutine

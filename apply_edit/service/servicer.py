@@ -147,22 +147,21 @@ class ApplyEditServicer:
         service.check_ready()
         request, options = to_apply(msg, service.model_name, self.max_request_bytes, self.default_k)
         with service.admitted():
-            with service.holding_model(context.is_active):
-                runs = []
+            runs = []
 
-                def start(applier):
-                    try:
-                        return applier.stream(request, options)
-                    except ApplyError as exc:
-                        raise Invalid(str(exc))
+            def start(applier):
+                try:
+                    return applier.stream(request, options)
+                except ApplyError as exc:
+                    raise Invalid(str(exc))
 
-                def on_run(run):
-                    runs.append(run)
-                    context.add_callback(run.cancel)  # client cancel / deadline: stop after the current pass
+            def on_run(run):
+                runs.append(run)
+                context.add_callback(run.cancel)  # client cancel / deadline: stop after the current pass
 
-                for piece in service.pieces(start, on_run):
-                    yield pb.ApplyResponse(text=piece, tokens=runs[0].stats.new_tokens)
-                run = runs[0]
-                if not run.cancelled:
-                    yield pb.ApplyResponse(tokens=run.stats.new_tokens, stats=stats_message(run.stats, service.model_name))
-                    service.observe(run.stats, labels)
+            for piece in service.pieces(start, on_run, context.is_active):
+                yield pb.ApplyResponse(text=piece, tokens=runs[0].stats.new_tokens)
+            run = runs[0]
+            if not run.cancelled:
+                yield pb.ApplyResponse(tokens=run.stats.new_tokens, stats=stats_message(run.stats, service.model_name))
+                service.observe(run.stats, labels)
