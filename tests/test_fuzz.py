@@ -796,7 +796,10 @@ def check_complete_stream(msg, responses) -> None:
     tokens = [r.tokens for r in responses]
     assert tokens == sorted(tokens)
     stats = responses[-1].stats
-    assert stats.new_tokens == tokens[-1] >= 1 and stats.target_passes >= 1
+    if stats.target_passes == 0:  # a sound merge, answered without the model
+        assert stats.path == "merge" and stats.new_tokens == tokens[-1] == 0
+    else:
+        assert stats.new_tokens == tokens[-1] >= 1
     if msg.options.max_new_tokens:
         assert stats.new_tokens <= msg.options.max_new_tokens
     assert stats.accepted_tokens <= stats.drafted_tokens
