@@ -126,6 +126,7 @@ def test_queue_full_is_refused_with_a_retry_hint(target):
             assert int(dict(err.value.trailing_metadata())["retry-after-ms"]) > 0
             running.cancel()
             queued.cancel()
+            assert wait_until(lambda: server.model.idle(), seconds=60)  # the module's target, shared
     finally:
         server.stop(0)
 
@@ -144,6 +145,8 @@ def test_a_sound_merge_does_not_wait_behind_the_model(target):
             assert answer.stats.target_passes == 0 and server.model._model.locked()  # the other still decodes
             print(f"\nsound merge answered in {time.perf_counter() - t0:.3f} s while the model was busy")
             running.cancel()
+            # This server shares the module's target: let go of it before the next test uses it.
+            assert wait_until(lambda: server.model.idle(), seconds=60)
     finally:
         server.stop(0)
 
