@@ -46,7 +46,7 @@ def _changed_whole_definitions(update: str, result: str, language: str) -> list[
     read as an edit of the next method's keeps that one's body under the new name)."""
     lines = update.split("\n")
     markers = [n for n, line in enumerate(lines) if is_marker(line) or line.strip() in ("...", "…")]
-    shown = snippet_definitions(update, language, [n for n in markers if line_is_top_level(lines[n])])
+    shown = snippet_definitions(update, language, [n for n in markers if not lines[n][:1].isspace()])
     names = Counter((d.kind, d.name) for d in shown)
     wanted = {(d.kind, d.name): code_lines("\n".join(lines[d.name_line:d.end_line + 1])) for d in shown
               if d.complete and names[d.kind, d.name] == 1 and d.end_line > d.name_line
@@ -73,10 +73,6 @@ def _kept_despite_instruction(instruction: str, update: str, result: str) -> lis
     show them (a removal only the instruction states: the snippet cannot show a line it drops)."""
     names = {m[1].rstrip(".:") for m in _REMOVAL.finditer(instruction)}
     return sorted(n for n in names if _CODE_NAME.search(n) and n in result and n not in update)
-
-
-def line_is_top_level(line: str) -> bool:
-    return not line[:1].isspace()
 
 
 def problems(original: str, update: str, result: str, language: str, kept_by_merge: str | None = None,

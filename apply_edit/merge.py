@@ -377,16 +377,19 @@ def _apart(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
     index = {n: i for i, n in enumerate(snippet.number)}
     names = {(d.kind, d.name) for d in in_original}
     found: dict[int, np.ndarray] = {}
+    old_bodies: dict[Definition, set[str]] = {}
     for d in in_snippet:
         if (d.kind, d.name) in names or d.name_line not in index or not _shown_whole(d, snippet):
             continue
         lines = [index[n] for n in range(d.name_line, d.end_line + 1) if n in index]
         body = {key for i in lines[1:] if not _trivial(key := snippet.lines[i].strip())}
         others = np.zeros(len(orig), dtype=bool)
-        for o in in_original:
-            old_body = {key for j in range(o.name_line + 1, o.end_line + 1) if not _trivial(key := orig[j].strip())}
-            shared = len({key for key in body & old_body if counts[key] == 1})
-            if o.kind == d.kind and shared * 2 <= max(len(body), len(old_body)):
+        for o in (o for o in in_original if o.kind == d.kind):
+            if o not in old_bodies:
+                old_bodies[o] = {key for j in range(o.name_line + 1, o.end_line + 1)
+                                 if not _trivial(key := orig[j].strip())}
+            shared = len({key for key in body & old_bodies[o] if counts[key] == 1})
+            if shared * 2 <= max(len(body), len(old_bodies[o])):
                 others[o.name_line:o.end_line + 1] = True
         if others.any():
             found.update((i, others) for i in lines)
