@@ -93,7 +93,7 @@ def merge_record(case: EditCase) -> Record:
     the default's answer whatever the model writes; `unsound`: the default runs the model to the end and
     hands back its output only if that passes the checks)."""
     t0 = time.perf_counter()
-    judge = Judge(case.original, case.update, case.language, merge(case.original, case.update, case.language),
+    judge = Judge(case.original, case.update, case.language, merge(case.original, case.update, case.language, case.instruction),
                   case.instruction)
     text = judge.candidate.text
     return Record(case.name, "merge", time.perf_counter() - t0, 0.0, 0, 0, text, text == case.expected,

@@ -7,8 +7,8 @@ Each is a property every correct apply has, whoever wrote the result (the model 
 - it declares no name twice in one scope where the original does not (a field, a `const`, a Go
   function: a replaced line kept beside its replacement);
 - a definition the snippet shows whole (its body, no marker inside) is in it with the same lines;
-- a code name the instruction asks to remove ("drop the deprecated `http.CloseNotifier`") is gone from
-  it, unless the snippet shows that name;
+- a code name the instruction asks to remove ("drop the deprecated `http.CloseNotifier`", "x was
+  removed") is gone from its code, unless the snippet's code uses that name (comments do not count);
 - it is not the original unchanged while the snippet shows lines the original lacks, or while an
   instruction asks for an edit the snippet does not show;
 - it keeps the original's lines the snippet does not remove: no more than `MAX_DROPPED` of them go
@@ -18,10 +18,10 @@ Each is a property every correct apply has, whoever wrote the result (the model 
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from .definitions import definitions, duplicate_declarations, snippet_definitions
+from .instruction import code_text, names_to_remove, uses
 from .merge import code_lines, is_marker, merge
 from .regions import parser_for
 
@@ -60,19 +60,11 @@ def _changed_whole_definitions(update: str, result: str, language: str) -> list[
                    and code_lines("\n".join(out[d.name_line:d.end_line + 1])) != wanted[d.kind, d.name]})
 
 
-# "remove `x`", "drop the deprecated x", "stop depending on x", "no longer use x" and their like.
-_REMOVAL = re.compile(
-    r"\b(?:remove|drop|delete|stop (?:using|depending on|calling)|get rid of|no longer (?:use|support|"
-    r"depend on|call))(?:s|d|ing)?\s+(?:(?:the|its|their|deprecated|unused|old|legacy)\s+)*`?([A-Za-z_][\w.:]*)",
-    re.IGNORECASE)
-_CODE_NAME = re.compile(r"[._:]|[a-z][A-Z]")  # `http.CloseNotifier`, `call_extra`, `attrIndex`: not a word
-
-
-def _kept_despite_instruction(instruction: str, update: str, result: str) -> list[str]:
-    """Code names the instruction asks to remove that the result still has, where the snippet does not
-    show them (a removal only the instruction states: the snippet cannot show a line it drops)."""
-    names = {m[1].rstrip(".:") for m in _REMOVAL.finditer(instruction)}
-    return sorted(n for n in names if _CODE_NAME.search(n) and n in result and n not in update)
+def _kept_despite_instruction(instruction: str, update: str, result: str, language: str) -> list[str]:
+    """Code names the instruction asks to remove that the result's code still uses, where the snippet's
+    code does not (`instruction.py`)."""
+    code = code_text(result, language)
+    return sorted(name for name in names_to_remove(instruction, update, language) if uses(code, name))
 
 
 def problems(original: str, update: str, result: str, language: str, kept_by_merge: str | None = None,
@@ -100,13 +92,13 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
         found.append(f"it declares {', '.join(f'`{n}`' for n in twice)} twice in one scope (the original does not)")
     if changed := _changed_whole_definitions(update, result, language):
         found.append(f"it has {', '.join(f'`{n}`' for n in changed)} with other lines than the snippet shows whole")
-    if kept := _kept_despite_instruction(instruction, update, result):
+    if kept := _kept_despite_instruction(instruction, update, result, language):
         found.append(f"it still has {', '.join(f'`{n}`' for n in kept)}, which the instruction asks to remove")
     if result == original and any(line not in before for line in snippet):
         found.append("it is the original unchanged, but the snippet shows lines the original does not have")
     elif result == original and instruction.strip() and all(line in before for line in snippet):
         found.append("it is the original unchanged, but the instruction asks for an edit")
-    kept = Counter(code_lines(kept_by_merge if kept_by_merge is not None else merge(original, update, language).text))
+    kept = Counter(code_lines(kept_by_merge if kept_by_merge is not None else merge(original, update, language, instruction).text))
     dropped = sum(((before & kept) - Counter(have)).values())
     total = sum(before.values())
     if total and dropped > MAX_DROPPED * total:

@@ -109,7 +109,15 @@ def definitions(text: str, language: str) -> list[Definition]:
 def _tree(text: str, language: str):
     """The root of text's tree-sitter parse, None without a grammar or text."""
     parser = parser_for(language)
-    return parser.parse(text.encode("utf-8")).root_node if parser is not None and text.strip() else None
+    return parser.parse(_as_code(text, language)).root_node if parser is not None and text.strip() else None
+
+
+def _as_code(text: str, language: str) -> bytes:
+    """The bytes to parse. PHP outside `<?php` is HTML text: a snippet of PHP code without the tag (a
+    method, a class's end) is opened on its first line, so that no line moves."""
+    if language == "php" and "<?php" not in text:
+        text = "<?php " + text
+    return text.encode("utf-8")
 
 
 def _definitions_in(root) -> list[Definition]:
@@ -195,19 +203,21 @@ def duplicate_declarations(root, language: str) -> Counter:
 
 
 _STRINGS = {"string", "template_string", "raw_string_literal", "string_literal", "heredoc_body", "text_block"}
+_COMMENTS = {"comment", "block_comment", "multiline_comment"}
 
 
-def lines_inside_strings(text: str, language: str) -> set[int]:
+def lines_inside_strings(text: str, language: str, comments: bool = False) -> set[int]:
     """Lines wholly inside a multi-line string literal (a docstring's middle lines): indentation there is
-    prose, not structure."""
+    prose, not structure. `comments`: inside a multi-line comment too (a `...` there is prose, not code)."""
+    kinds = _STRINGS | _COMMENTS if comments else _STRINGS
     parser = parser_for(language)
     if parser is None or not text.strip():
         return set()
     inside: set[int] = set()
-    stack = [parser.parse(text.encode("utf-8")).root_node]
+    stack = [parser.parse(_as_code(text, language)).root_node]
     while stack:
         node = stack.pop()
-        if node.type in _STRINGS and node.end_point[0] > node.start_point[0] + 1:
+        if node.type in kinds and node.end_point[0] > node.start_point[0] + 1:
             inside.update(range(node.start_point[0] + 1, node.end_point[0]))
         else:
             stack.extend(node.children)

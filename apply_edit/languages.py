@@ -5,6 +5,7 @@ may give) all read it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -55,3 +56,24 @@ _BY_EXTENSION = {extension: language.name for language in TABLE for extension in
 def language_of(path: str | None) -> str:
     """The language a file's extension names, "" when none does."""
     return _BY_EXTENSION.get(PurePath(path).suffix.lower(), "") if path else ""
+
+
+_STRING = re.compile(r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`(?:\\.|[^`\\])*`""")
+# A language not in the table: `//` and `#` comments, but `#` before a name or `[` is code (`#private`, `#[attr]`).
+_UNKNOWN = Language("", (), line_comments=("//", "#"), block_comments=True)
+
+
+def spec_of(name: str) -> Language:
+    """The table's entry for a language name; for a name it lacks, C-style and `#` comments."""
+    return BY_NAME.get(name, _UNKNOWN)
+
+
+def code_of(language: str):
+    """A function from a line to its code: strings and the language's line comment taken out (`#` is
+    code in JavaScript's `#private` and in regular expressions, `//` is Python's floor division)."""
+    starts = spec_of(language).line_comments
+    if not starts:
+        return lambda line: _STRING.sub("", line.strip()).rstrip()
+    hash_code = r"(?![\w\[])" if language not in BY_NAME else ""
+    comment = re.compile("(?:" + "|".join(re.escape(s) + (hash_code if s == "#" else "") for s in starts) + ").*$")
+    return lambda line: comment.sub("", _STRING.sub("", line.strip())).rstrip()

@@ -14,7 +14,8 @@ original lines kept as they are. The merge is one alignment of the whole snippet
   snippet shows a deletion); at a marker they are kept for free, but only as deep as the marker is
   indented: a marker inside a body stands for the rest of that body, not for what follows the body
   (keeping the less indented line where that body ends costs more than a deletion, each one after it
-  less: a few such lines are the replaced end of the block, many are code after a forgotten marker);
+  less: a few such lines are the replaced end of the block, many are code after a forgotten marker),
+  except the body's closing line (`}`, `end`) where the snippet goes on beside that body without it;
 - a definition (function, method, class, type, impl) that the snippet shows whole, with no marker inside,
   replaces the original's definition of the same kind and name from its first line to its last (tree-
   sitter, `definitions.py`); one with no namesake there is new code, whose lines match none of the
@@ -33,7 +34,15 @@ original lines kept as they are. The merge is one alignment of the whole snippet
   (the lines between it and the snippet line before it are then deleted, as the snippet showed them);
   and the first lines after a marker are where the old code resumes: a line found once is not written
   as new while its original is deleted, and a run of lines the original has in a row is not written as
-  new either (new code latching onto copies of old lines had pushed them aside).
+  new either (new code latching onto copies of old lines had pushed them aside);
+- a line that uses a name the instruction asks to remove (`instruction.py`: "drop the deprecated x",
+  "x was removed") is not kept for a marker, nor before the snippet's first or after its last line: the
+  snippet cannot show a line it drops there;
+- new code is not placed between two blank lines of the original: a run of blank lines (a file's double
+  spacing before a definition) stays together, and the new code brings the blank lines it shows.
+
+A bare `...` (or `…`) line is a marker, unless the original has that line as code (not inside a doc
+comment or string) or, in Python, it is a stub body (right after a header, with nothing deeper after it).
 
 A snippet indented with spaces where the file uses tabs (or the reverse) is first re-indented as the
 file is. Where the snippet is a uniformly re-indented copy of original code (a method shown without its class),
@@ -54,7 +63,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .definitions import Definition, definitions, lines_inside_strings, snippet_definitions
-from .languages import BY_NAME, Language
+from .instruction import names_to_remove, uses
+from .languages import code_of, spec_of
 
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|<!--|--|\{/\*|;)\s*(?P<body>.*?)\s*(?:\*/\}|\*/|-->)?\s*$")
 _ELLIPSIS = re.compile(r"\.{3,}|…")
@@ -190,6 +200,8 @@ CROSS = 2.5  # keeping a line a marker's indentation says it does not stand for 
 BEYOND = 0.5  # keeping each further such line: many of them are code the snippet did not mean to delete
 OUT_OF_SCOPE = 10.0  # a body's opening line written as new, or its closing line placed inside it
 DUPLICATE = 1000.0  # a line shown as context written as new code (see _realigned)
+SPLIT = 1.0  # new code placed between two blank lines of the original (splitting their run)
+NAMED_REMOVED = 2.5  # keeping a line that uses a name the instruction asks to remove (`instruction.py`)
 _NEG = -1e18
 
 
@@ -210,8 +222,8 @@ def _names_nothing(key: str) -> bool:
 
 
 def _closes(key: str) -> bool:
-    """A line that only closes blocks: `}`, `});`, `]`, `end`."""
-    return bool(key) and _trivial(key) and (key[0] in "})]" or key.rstrip(";") == "end")
+    """A line that only closes blocks: `}`, `});`, `]`, `end`; not `}, {` or `} {`, which open the next."""
+    return bool(key) and _trivial(key) and (key[0] in "})]" or key.rstrip(";") == "end") and key[-1] not in "{(["
 
 
 def _similar(a: str, b: str) -> bool:
@@ -291,7 +303,10 @@ class _Snippet:
     markers: set[int]  # line numbers of the marker lines
 
 
-def _parse_snippet(update_lines: list[str], original_keys: set[str], language: str) -> _Snippet:
+def _parse_snippet(update_lines: list[str], original_keys: set[str], language: str,
+                   original_code: set[str]) -> _Snippet:
+    """`original_code`: the original's lines (stripped) outside multi-line comments and strings: a bare
+    `...` is the original's own line only where the original has it as code (not in a doc comment)."""
     lines, hunk_of, number, reach, markers = [], [], [], [None], set()
     hunk, previous = 0, ""
     content = [n for n, line in enumerate(update_lines) if line.strip()]
@@ -299,8 +314,9 @@ def _parse_snippet(update_lines: list[str], original_keys: set[str], language: s
     in_strings = lines_inside_strings("".join(update_lines), language) if language else set()
     for n, line in enumerate(update_lines[first:last + 1], start=first):
         key = line.strip()
-        bare = key in ("...", "…") and not (language == "python" and previous.rstrip().endswith(":"))
-        if key not in original_keys and (is_marker(line) or bare):
+        bare = key in ("...", "…") and not (language == "python" and previous.rstrip().endswith(":")
+                                             and _whole_body(update_lines, n, last))
+        if (is_marker(line) and key not in original_keys) or (bare and key not in original_code):
             # A marker inside a docstring keeps prose, whose indentation scopes nothing.
             width = 0 if n in in_strings else _width(line)
             reach[-1] = width if reach[-1] is None else min(reach[-1], width)
@@ -317,10 +333,22 @@ def _parse_snippet(update_lines: list[str], original_keys: set[str], language: s
     return _Snippet(lines, hunk_of, reach, number, markers)
 
 
+def _whole_body(lines: list[str], n: int, last: int) -> bool:
+    """Whether the `...` on line n, right after a Python header, is that body's only line (a stub: what
+    follows is less indented) rather than a marker for the body's first lines (`def f():` `...` then more
+    of the body)."""
+    after = next((line for line in lines[n + 1:last + 1] if line.strip()), None)
+    return after is None or _width(after) < _width(lines[n])
+
+
 def _shown_whole(d: Definition, snippet: _Snippet) -> bool:
     """Whether the snippet shows definition d whole: it parses, no marker inside it or right after it
     (that may be the rest of its body)."""
     return d.complete and not any(d.start_line <= m <= d.end_line + 1 for m in snippet.markers)
+
+
+# A function definition's kind where the same code inside a class is a method of another kind (PHP).
+_METHOD_OF = {"function_definition": "method_declaration"}
 
 
 def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition]
@@ -339,7 +367,9 @@ def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
     pairs = []
     for d in in_snippet:  # outer definitions come before the ones inside them
         key = (d.kind, d.name)
-        if names[key] != 1 or shown_names[key] != 1 or d.start_line not in index or d.end_line not in index:
+        if not names[key] and names[(_METHOD_OF.get(d.kind), d.name)]:
+            key = (_METHOD_OF[d.kind], d.name)  # a method shown without its class parses as a function
+        if names[key] != 1 or shown_names[d.kind, d.name] != 1 or d.start_line not in index or d.end_line not in index:
             continue
         if any(a <= d.start_line and d.end_line <= b for a, b in whole_spans):
             continue  # inside a definition shown whole: it goes with it
@@ -429,10 +459,11 @@ def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet, orig: list[str], co
 
 
 def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached: dict[int, np.ndarray],
-           apart: dict[int, np.ndarray], context: dict[int, int] | None = None) -> list[tuple]:
+           apart: dict[int, np.ndarray], removed: np.ndarray, context: dict[int, int] | None = None) -> list[tuple]:
     """The best-scoring alignment as ops in order: ("keep", j) ("del", j) ("match", i, j) ("edit", i, j)
     ("ins", i); "keep" ops carry a third item, True where the kept line is outside the marker's scope.
     `apart`: snippet line -> mask of the original lines it may not match or edit (`_apart`).
+    `removed`: mask of the original lines that use a name the instruction asks to remove.
     `context`: snippet line -> the original line it must match (writing it as new costs DUPLICATE)."""
     context = context or {}
     s_lines, m, n = snippet.lines, len(snippet.lines), len(orig)
@@ -446,6 +477,8 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
     by_ends = _ends_index(o_keys)
     by_identity = _rare_identities(o_keys)
     delete = np.where(o_blank, DELETE_BLANK, DELETE)
+    keep_removed = np.where(removed, NAMED_REMOVED, 0.0)
+    splits = np.concatenate(([0.0], np.where(o_blank[:-1] & o_blank[1:], SPLIT, 0.0), [0.0])) if n else np.zeros(1)
     # A definition shown whole (snippet lines a..b) replaces the original's (lines start..end): the
     # alignment is at column `start` before line a and places line b on column end + 1.
     starts_at, ends_at, inside = {}, {}, []
@@ -476,9 +509,14 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
         if snippet.reach[i] is None and 0 < i < m:
             costs = delete
         elif (reach := scope(i)) is None:  # a piece of the file, or all that comes before / after it
-            costs = np.zeros(n)
+            costs = np.zeros(n)  # (a line the instruction removes is deleted there, see below)
         else:
-            costs = np.where(o_blank | (o_width >= reach), 0.0, np.where(prev_width >= reach, CROSS, BEYOND))
+            costs = keep_removed + np.where(o_blank | (o_width >= reach), 0.0,
+                                            np.where(prev_width >= reach, CROSS, BEYOND))
+            if (sibling := sibling_width[i]) is not None:
+                # The snippet goes on beside the block this marker is in, without showing its closing
+                # line (`}`, `end`): that line is kept, or the block would stay open.
+                costs = np.where(o_closes & (o_width == sibling) & (prev_width >= reach), keep_removed, costs)
         # Moving along the row consumes original lines; the best start for each column is a running max.
         acc = np.concatenate(([0.0], np.cumsum(costs)))
         val = cand + acc
@@ -507,6 +545,15 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
         prev_width[j] = prev_width[j - 1] if o_blank[j - 1] else o_width[j - 1]
     next_width = np.full(n + 1, -1, dtype=np.int64)  # per column: the width of the next non-blank line
     next_closes = np.zeros(n + 1, dtype=bool)  # per column: whether that line only closes a block
+    o_closes = np.array([_closes(k) for k in o_keys], dtype=bool)
+    # Per gap: the width of the snippet's next non-blank line after it, where that line is less indented
+    # than the marker there (it follows the block the marker is in), else None.
+    sibling_width: list[int | None] = [None] * (m + 1)
+    for g in range(1, m):
+        after = next((t for t in range(g, m) if s_lines[t].strip()), None)
+        if snippet.reach[g] is not None and after is not None and not _closes(s_lines[after].strip()) \
+                and _width(s_lines[after]) < snippet.reach[g]:
+            sibling_width[g] = _width(s_lines[after])
     for j in range(n - 1, -1, -1):
         next_width[j] = next_width[j + 1] if o_blank[j] else o_width[j]
         next_closes[j] = next_closes[j + 1] if o_blank[j] else _closes(o_keys[j])
@@ -540,6 +587,8 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
         else:
             weight = insert = UNIQUE if counts[key] == 1 and not _names_nothing(key) else COMMON
         cand = prev - (DUPLICATE if i - 1 in context else insert)
+        if key:
+            cand = cand - splits  # new code goes beside a run of blank lines, not into it
         gain = np.full(n, _NEG)
         edited = np.zeros(n, dtype=bool)
         if key in ids:
@@ -584,7 +633,7 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
         s = int(src[i, j])
         reach = scope(i)
         for t in range(j - 1, s - 1, -1):
-            if snippet.reach[i] is None and 0 < i < m:
+            if snippet.reach[i] is None and 0 < i < m or reach is None and removed[t]:
                 ops.append(("del", t))
             else:
                 outside = reach is not None and not o_blank[t] and o_width[t] < reach
@@ -663,26 +712,6 @@ def _resumed_lines(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
         elif key in deleted and counts[key] == 1:
             found[op[1]] = deleted[key]
     return found
-
-
-_STRING = re.compile(r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`(?:\\.|[^`\\])*`""")
-# A language not in the table: `//` and `#` comments, but `#` before a name or `[` is code (`#private`, `#[attr]`).
-_UNKNOWN = Language("", (), line_comments=("//", "#"), block_comments=True)
-
-
-def _language(name: str) -> Language:
-    return BY_NAME.get(name, _UNKNOWN)
-
-
-def _code_of(language: str):
-    """A function from a line to its code: strings and the language's line comment taken out (`#` is
-    code in JavaScript's `#private` and in regular expressions, `//` is Python's floor division)."""
-    starts = _language(language).line_comments
-    if not starts:
-        return lambda line: _STRING.sub("", line.strip()).rstrip()
-    hash_code = r"(?![\w\[])" if language not in BY_NAME else ""
-    comment = re.compile("(?:" + "|".join(re.escape(s) + (hash_code if s == "#" else "") for s in starts) + ").*$")
-    return lambda line: comment.sub("", _STRING.sub("", line.strip())).rstrip()
 
 
 def _block_ends(lines: list[str], code_of) -> dict[int, int]:
@@ -818,7 +847,7 @@ _SLASH_COMMENT = re.compile(r"^(//|/\*|\*(\s|/|$))")  # `// x`, `/** x`, ` * x`,
 
 def _comment_line(language: str):
     """A predicate: whether a stripped line is only a comment, in this language."""
-    spec = _language(language)
+    spec = spec_of(language)
     slashes = spec.block_comments or "//" in spec.line_comments
     others = tuple(s for s in spec.line_comments if s != "//")
     return lambda key: bool(slashes and _SLASH_COMMENT.match(key) or (
@@ -927,13 +956,16 @@ def _shift(hunk_pairs: list[tuple[str, str]]) -> tuple[str, str] | None:
 _RANK = ["new", "ambiguous", "edited", "scope", "unique", "definition"]  # how firmly a hunk's place is settled
 
 
-def merge(original: str, update: str, language: str = "") -> MergeCandidate:
+def merge(original: str, update: str, language: str = "", instruction: str = "") -> MergeCandidate:
+    """The merge of `update` into `original`; `instruction` only says which names it removes."""
     orig = split_lines(original)
     newline = "\r\n" if original.count("\r\n") * 2 > original.count("\n") else "\n"
     # Every snippet line ends like the original's lines, so none is glued to the next.
     update_lines = _in_file_indentation([line.rstrip("\r\n") + newline for line in split_lines(update)], orig)
     counts = Counter(line.strip() for line in orig)
-    snippet = _parse_snippet(update_lines, set(counts), language)
+    prose = lines_inside_strings(original, language, comments=True) if language else set()
+    snippet = _parse_snippet(update_lines, set(counts), language,
+                             {line.strip() for n, line in enumerate(orig) if n not in prose})
     in_snippet, in_original = [], []
     if language and orig:
         top_level = [n for n in snippet.markers if not _width(update_lines[n])]
@@ -942,15 +974,17 @@ def merge(original: str, update: str, language: str = "") -> MergeCandidate:
     pairs = _pairs(snippet, in_snippet, in_original)
     apart = _apart(snippet, in_snippet, in_original, orig, counts)
     attached = _attached_lines(snippet, [line.strip() for line in orig], counts, language)
-    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart), snippet, orig, counts)
+    code = code_of(language)
+    names = names_to_remove(instruction, update, language)
+    removed = np.array([bool(names) and any(uses(code(line), name) for name in names) for line in orig], dtype=bool)
+    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed), snippet, orig, counts)
 
-    code_of = _code_of(language)
-    original_ends = _block_ends(orig, code_of)
+    original_ends = _block_ends(orig, code)
     # Where the snippet's blocks close, by brackets and, where a marker hides closers, by indentation.
-    snippet_ends = {**_block_ends(snippet.lines, code_of), **_indented_block_ends(snippet.lines, code_of)}
+    snippet_ends = {**_block_ends(snippet.lines, code), **_indented_block_ends(snippet.lines, code)}
 
     def align(context: dict[int, int]) -> list[tuple]:
-        return _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, context),
+        return _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed, context),
                                    snippet, orig, counts)
 
     ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig),

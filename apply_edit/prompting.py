@@ -92,7 +92,7 @@ def build_prompt(tokenizer, fmt: PromptFormat, original: str, update: str, instr
     when the caller already has it (formats that show it compute it otherwise)."""
     instruction_block = f"<instruction>{instruction.strip()}</instruction>\n\n" if instruction.strip() else ""
     if "{merged}" in fmt.user and merged is None:
-        merged = merge(original, update, language).text
+        merged = merge(original, update, language, instruction).text
     merged = _with_newline(merged or "")
     user = fmt.user.format(instruction_block=instruction_block, original=_with_newline(original),
                            update=_with_newline(update), lang=language, merged=merged)

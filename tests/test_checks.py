@@ -93,3 +93,14 @@ def test_a_name_the_instruction_removes_must_be_gone():
     assert problems(go, update, go.replace("var _ http.CloseNotifier = &fw{}\n", ""), "go", instruction=ask) == []
     # A plain word is not a code name; a name the snippet shows is kept on purpose.
     assert not any("asks to remove" in p for p in problems(go, update, go, "go", instruction="Remove the old comment."))
+
+
+def test_a_removed_name_is_read_in_code_only_and_from_was_removed_too():
+    cpp = "void f() {\n    std::random_shuffle(v.begin(), v.end());\n}\n"
+    update = "// std::random_shuffle was removed in C++17\nvoid f() {\n    std::shuffle(v.begin(), v.end(), rng);\n}\n"
+    ask = "std::random_shuffle was removed in C++17, so use std::shuffle."
+    kept = update.split("\n", 1)[0] + "\n" + cpp.replace("}\n", "    std::shuffle(v.begin(), v.end(), rng);\n}\n")
+    # The snippet's comment names it, its code does not: a result still calling it is refused ...
+    assert any("which the instruction asks to remove" in p for p in problems(cpp, update, kept, "cpp", instruction=ask))
+    # ... and one that keeps only the comment passes.
+    assert problems(cpp, update, update, "cpp", instruction=ask) == []

@@ -423,3 +423,63 @@ def test_merge_never_fails_and_keeps_original_lines_in_order(original, update):
     for line, origin in zip(split_lines(result.text), result.origin):
         if origin is not None:
             assert line.rstrip("\r\n") == lines[origin].rstrip("\r\n")
+
+
+def test_a_line_using_a_name_the_instruction_removes_is_not_kept_for_a_marker():
+    cpp = ("std::vector<T> make(int n)\n{\n    std::vector<T> input(n);\n    if (n) {\n        fill(input);\n    }\n\n"
+           "    std::random_shuffle(input.begin(), input.end());\n    return input;\n}\n")
+    update = ("// std::random_shuffle was removed in C++17; shuffle with a fixed-seed engine.\n"
+              "std::vector<T> make(int n)\n// ...\n\n    std::shuffle(input.begin(), input.end(), rng);\n"
+              "    return input;\n}\n")
+    wanted = cpp.replace("std::random_shuffle(input.begin(), input.end());", "std::shuffle(input.begin(), input.end(), rng);")
+    wanted = update.split("\n")[0] + "\n" + wanted
+    # Read as a marker's unchanged code, the old call stays beside the new one; the instruction says it goes.
+    assert "random_shuffle(input" in merge(cpp, update, "cpp").text
+    assert merge(cpp, update, "cpp", "std::random_shuffle was removed in C++17. Use std::shuffle.").text == wanted
+
+
+def test_new_code_goes_beside_a_run_of_blank_lines_not_into_it():
+    java = ("class W {\n    W(String id) {\n        this.id = id;\n    }\n\n\n"
+            "    void start() {\n        run();\n    }\n}\n")
+    update = ("    W(String id) {\n        this.id = id;\n    }\n\n    String getId() {\n        return id;\n    }\n\n"
+              "    // ...\n")
+    # The file's two blank lines before `start` stay together; the new method brings its own.
+    assert merge(java, update, "java").text == java.replace(
+        "    }\n\n\n", "    }\n\n    String getId() {\n        return id;\n    }\n\n\n", 1)
+
+
+def test_a_bare_ellipsis_is_the_originals_own_line_only_where_the_original_has_it_as_code():
+    c = ("/* Usage:\n\n       #include <x.h>\n\n       ...\n\n   ok */\nint a(void) {\n    return 1;\n}\n\n"
+         "int b(void) {\n    return 2;\n}\n")
+    # The original's `...` is prose inside a comment: the snippet's `...` lines are markers.
+    assert merge(c, "...\nint b(void) {\n    return 3;\n}\n", "c").text == c.replace("return 2", "return 3")
+
+
+def test_a_python_ellipsis_after_a_header_is_a_marker_when_the_body_goes_on():
+    py = 'def parse(text, **kwargs):\n    """Parse it.\n\n    More words.\n    """\n    return text\n'
+    update = 'def parse(text, **kwargs):\n    ...\n    """\n    depth = kwargs.get("depth", 0)\n    return text\n'
+    assert merge(py, update, "python").text == py.replace('    return text', '    depth = kwargs.get("depth", 0)\n'
+                                                          '    return text')
+
+
+def test_a_line_that_closes_one_block_and_opens_the_next_does_not_end_a_markers_depth():
+    go = ("var units = []unit{{\n\tname: \"B\",\n}, {\n\tname: \"s\",\n\tsize: 1,\n}, {\n\tname: \"GCU\",\n}}\n")
+    update = "var units = []unit{{\n\t// ... existing code ...\n}, {\n\tname: \"s\",\n\tsize: 1,\n\tmin: 60,\n}, {\n// ...\n"
+    assert merge(go, update, "go").text == go.replace("\tsize: 1,\n", "\tsize: 1,\n\tmin: 60,\n")
+
+
+def test_a_marker_inside_a_body_keeps_its_closing_line_when_the_snippet_goes_on_beside_it():
+    rb = ("class K\n  def a\n    x = 1\n    y = 2\n  end\n\n  def b\n    3\n  end\nend\n")
+    update = "  def a\n    x = 10\n    # ... existing code ...\n\n  def b\n    4\n  end\n"
+    # The snippet does not show `a`'s `end`; `def b` after the marker says `a` is closed there.
+    assert merge(rb, update, "ruby").text == rb.replace("x = 1\n", "x = 10\n").replace("    3\n", "    4\n")
+
+
+def test_a_php_method_shown_without_its_class_replaces_the_method_and_the_instruction_drops_the_tail():
+    php = ("<?php\nclass D\n{\n    public function a()\n    {\n        return 1;\n    }\n\n    public function isDot()\n"
+           "    {\n        if ($x) {\n            return true;\n        }\n\n        return false;\n    }\n}\n?>\n")
+    update = "    public function isDot()\n    {\n        return $x;\n    }\n}\n"
+    wanted = php.replace("        if ($x) {\n            return true;\n        }\n\n        return false;\n",
+                         "        return $x;\n")
+    assert merge(php, update, "php").text == wanted
+    assert merge(php, update, "php", "Collapse isDot() and remove the closing ?> tag.").text == wanted[:-len("?>\n")]
