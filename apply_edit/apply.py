@@ -249,6 +249,22 @@ class ApplyRun:
         return self.text
 
 
+def merge_answer(request: ApplyRequest, options: ApplyOptions) -> ApplyRun | None:
+    """The `checked` pipeline's answer where the merge passes the checks: no model is needed for it, so a
+    caller can answer before loading one or waiting for one. None where the model has to write."""
+    options.validate()
+    request.validate()
+    if not (options.judged and options.pipeline == "checked"):
+        return None
+    start = time.perf_counter()
+    language = request.resolved_language()
+    candidate = merge(request.original, request.update, language, request.instruction)
+    judge = Judge(request.original, request.update, language, candidate, request.instruction)
+    if not judge.merge_sound:
+        return None
+    return ApplyRun.sound_merge(judge, ApplyStats(method=options.method, plan_s=time.perf_counter() - start), start)
+
+
 class Applier:
     """Holds a loaded target model; applies edits one at a time (the KV cache belongs to one request)."""
 
@@ -291,22 +307,19 @@ class Applier:
 
     def stream(self, request: ApplyRequest, options: ApplyOptions | None = None, proposer=None) -> ApplyRun:
         """Start an apply. `proposer` replaces the copy drafter (the bench's oracle uses it)."""
-        options = options or ApplyOptions()
-        options.validate()
-        request.validate()
         start = time.perf_counter()
+        options = options or ApplyOptions()
+        if (answer := merge_answer(request, options)) is not None:  # validates both
+            return answer
         fmt = FORMATS[options.prompt_format]
         # One merge serves both the prompt (formats that show it) and merge drafting.
         drafts_from_merge = proposer is None and options.method in ("spec", "spec-fixed") and options.drafting == "merge"
         language = request.resolved_language()
-        candidate = (merge(request.original, request.update, language)
+        candidate = (merge(request.original, request.update, language, request.instruction)
                      if drafts_from_merge or "{merged}" in fmt.user or options.judged else None)
         merge_s = time.perf_counter() - start if drafts_from_merge else 0.0  # part of the drafting plan's cost
         judge = (Judge(request.original, request.update, language, candidate, request.instruction)
                  if options.judged else None)
-        if judge is not None and judge.merge_sound and options.pipeline == "checked":
-            return ApplyRun.sound_merge(judge, ApplyStats(method=options.method, plan_s=time.perf_counter() - start),
-                                        start)
         prompt_text = self.prompt_text(request, options, candidate)
         prompt = self._encode(prompt_text)
         original_ids, update_ids = self._encode(request.original), self._encode(request.update)

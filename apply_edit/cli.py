@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from .apply import ACCEPTANCE, DRAFTING, METHODS, PIPELINES, ApplyError, ApplyOptions, ApplyRequest
+from .apply import ACCEPTANCE, DRAFTING, METHODS, PIPELINES, ApplyError, ApplyOptions, ApplyRequest, merge_answer
 from .decide import ApplyRefused
 from .prompting import DEFAULT_FORMAT, FORMATS
 
@@ -91,13 +91,18 @@ def _connect(args, address: str, wait_s: float):
 
 
 def _start_run(args, request: ApplyRequest):
-    """A streaming run, local (model loaded here) or on a server (--server): same interface."""
+    """A streaming run, local (the model loaded here, unless the merge is the answer) or on a server
+    (--server): same interface."""
     if args.server:
         from .service.client import RemoteRun, default_deadline_s
 
         timeout = default_deadline_s(request) if args.timeout is None else args.timeout
         return RemoteRun(_connect(args, args.server, args.wait), request, _options(args), timeout=timeout or None)
-    return _load_applier(args).stream(request, _options(args))
+    from .models.registry import check_known
+
+    check_known(args.model)  # a mistyped --model is an error even where the merge answers without it
+    options = _options(args)
+    return merge_answer(request, options) or _load_applier(args).stream(request, options)
 
 
 def cmd_apply(args) -> int:
@@ -151,9 +156,12 @@ def cmd_apply(args) -> int:
     if stats.path:
         where = f", departed from the merge at line {stats.disagreement_line}" if stats.disagreement_line else ""
         _log(f"path: {stats.path}{where}")
-    _log(f"{stats.method}: {stats.new_tokens} tokens in {stats.total_s:.2f}s (first text after {stats.ttft_s:.2f}s), "
-         f"{stats.target_passes} target passes, {stats.tokens_per_pass:.1f} tokens/pass, "
-         f"{stats.acceptance_rate:.0%} of drafted tokens accepted")
+    if stats.path == "merge" and not stats.target_passes:
+        _log(f"answered by the merge in {stats.total_s:.2f}s; the model did not run")
+    else:
+        _log(f"{stats.method}: {stats.new_tokens} tokens in {stats.total_s:.2f}s (first text after "
+             f"{stats.ttft_s:.2f}s), {stats.target_passes} target passes, {stats.tokens_per_pass:.1f} tokens/pass, "
+             f"{stats.acceptance_rate:.0%} of drafted tokens accepted")
     return 0
 
 
@@ -404,10 +412,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .models.registry import ProvisioningError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (CliError, ApplyError, ValueError) as exc:
+    except (CliError, ApplyError, ValueError, ProvisioningError) as exc:
         _log(f"apply-edit: error: {exc}")
         return 1
     except KeyboardInterrupt:

@@ -12,6 +12,21 @@ import pytest
 from apply_edit.apply import ApplyRequest
 from apply_edit.cli import main
 from apply_edit.files import FileChangedError, fingerprint, host_name, write_atomic
+from conftest import FIXTURES
+
+
+def test_a_sound_merge_is_written_without_provisioning_or_loading_the_model(tmp_path, monkeypatch, capsys):
+    src = FIXTURES / "py_edit_loop_body"
+    f = tmp_path / "original.py"
+    f.write_text((src / "original.py").read_text())
+    monkeypatch.setenv("APPLY_EDIT_CACHE", str(tmp_path / "cache"))  # empty: loading would provision
+    assert main(["apply", str(f), "--update", str(src / "update.py"), "-i"]) == 0
+    assert f.read_text() == (src / "expected.py").read_text()
+    assert not (tmp_path / "cache").exists()
+    assert "the model did not run" in capsys.readouterr().err
+    # A mistyped --model is still an error, with no traceback, although the merge needs no model.
+    assert main(["apply", str(f), "--update", str(src / "update.py"), "--model", "qwen-nope"]) == 1
+    assert "unknown model 'qwen-nope'" in capsys.readouterr().err
 
 
 def test_write_atomic_keeps_mode_and_leaves_no_temp(tmp_path):
@@ -149,6 +164,7 @@ def test_apply_in_place_end_to_end(tmp_path):
     assert verified.returncode == 0, verified.stderr
     assert f.read_text() == (src / "expected.py").read_text()
     assert "path: merge" in verified.stderr and verified.stdout.startswith("--- a/cache.py")
+    assert "the model did not run" in verified.stderr
     f.write_text((src / "original.py").read_text())
     # The model's own output (120 tokens) drops most of the file: the checks refuse to write it.
     argv += ["--pipeline", "model"]

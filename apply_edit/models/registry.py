@@ -111,11 +111,15 @@ def resolve(name_or_path: str, log=print, full_hash: bool = False) -> Path:
     """A loadable model directory or GGUF file for a registered name or a local path (see `provision`)."""
     if name_or_path in MODELS:
         return provision(name_or_path, log=log, full_hash=full_hash)
-    path = Path(name_or_path).expanduser()
-    if path.exists():
-        return path
-    known = ", ".join(MODELS)
-    raise ProvisioningError(f"unknown model {name_or_path!r}: not a registered name ({known}) nor an existing path")
+    check_known(name_or_path)
+    return Path(name_or_path).expanduser()
+
+
+def check_known(name_or_path: str) -> None:
+    """Raises ProvisioningError unless this is a registered name or an existing path (nothing is loaded)."""
+    if name_or_path not in MODELS and not Path(name_or_path).expanduser().exists():
+        raise ProvisioningError(f"unknown model {name_or_path!r}: not a registered name ({', '.join(MODELS)}) "
+                                f"nor an existing path")
 
 
 def provision(name: str, log=print, full_hash: bool = True) -> Path:

@@ -8,7 +8,8 @@ A face turns its request into an `ApplyRequest` + `ApplyOptions` (or a chat requ
             ...                                               # (ClientGone if the client left meanwhile)
     # the model, its KV cache and the queue place are released on every way out
 
-An answer that needs no model (a merge that passes the checks) does not wait behind the model's work.
+An answer that needs no model (a merge that passes the checks) does not wait behind the model's work;
+every other request's work, from its prompt to its last piece, runs on the model's thread.
 
 and answers in its own protocol. `is_active` is the face's "is the client still there" (gRPC context,
 HTTP disconnect); a run is cancelled through `run.cancel()`, which the face wires to its own signal.
@@ -103,17 +104,21 @@ class ModelService:
         return self._model_thread.submit(fn, *args).result()
 
     def pieces(self, start: Callable[[Applier], ApplyRun], on_run: Callable[[ApplyRun], None],
-               is_active: Callable[[], bool]) -> Iterator[str]:
-        """Starts a run (`start(applier)`: the merge, its checks, the prompt; decoding has not begun),
-        hands it to `on_run` (to wire cancellation), then yields its pieces. A run that needs the model
-        waits for it (`holding_model`) and computes each piece on the model thread, and is closed there on
-        every way out, which frees its KV cache; one that does not is answered here and now."""
-        run = start(self.applier)
-        on_run(run)
-        if not run.needs_model:
+               is_active: Callable[[], bool], answer_now: Callable[[], ApplyRun | None] = lambda: None
+               ) -> Iterator[str]:
+        """Yields a run's pieces, after handing the run to `on_run` (to wire cancellation). `answer_now()`,
+        called here: a run that needs no model (`apply.merge_answer`), answered at once. Otherwise the request
+        waits for the model (`holding_model`); the run is started (`start(applier)`: the merge, its checks,
+        the prompt) and each piece computed on the model thread, and closed there on every way out, which
+        frees its KV cache."""
+        run = answer_now()
+        if run is not None:
+            on_run(run)
             yield from run
             return
         with self.holding_model(is_active):
+            run = self.on_model(start, self.applier)
+            on_run(run)
             pieces = iter(run)
             try:
                 while (piece := self.on_model(next, pieces, _END)) is not _END:

@@ -38,7 +38,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from ..apply import Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyRun
+from ..apply import Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyRun, merge_answer
 from ..chat import ChatOptions, stream_chat
 from ..decide import ApplyRefused
 from ..languages import KNOWN_LANGUAGES
@@ -177,8 +177,9 @@ class _Job:
     """What one HTTP request asks of the model: how to start the run, and how to label and report it."""
 
     def __init__(self, start: Callable[[Applier], ApplyRun], labels: tuple[str, str], is_apply: bool,
-                 prediction: bool = False):
+                 prediction: bool = False, answer_now: Callable[[], ApplyRun | None] = lambda: None):
         self.start, self.labels, self.is_apply, self.prediction = start, labels, is_apply, prediction
+        self.answer_now = answer_now  # a run that needs no model, or None (`ModelService.pieces`)
         self.run: ApplyRun | None = None
 
 
@@ -286,7 +287,8 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
         if not update.strip() and not instruction.strip():
             raise _bad("the update is empty; send the edit snippet (or at least an instruction)")
         labels = (request.language or "unknown", size_class(original))
-        return _Job(lambda applier: applier.stream(request, options), labels, is_apply=True)
+        return _Job(lambda applier: applier.stream(request, options), labels, is_apply=True,
+                    answer_now=lambda: merge_answer(request, options))
 
     def chat_job(body: ChatRequest) -> _Job:
         check_model(body.model)
@@ -331,7 +333,7 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
         def work() -> None:
             try:
                 with service.admitted():
-                    for piece in service.pieces(job.start, on_run, lambda: not gone.is_set()):
+                    for piece in service.pieces(job.start, on_run, lambda: not gone.is_set(), job.answer_now):
                         put(("piece", piece))
                 put(("end", None))
             except BaseException as exc:  # handed to the request's coroutine

@@ -7,7 +7,7 @@ import math
 import grpc
 from google.protobuf.message import DecodeError
 
-from ..apply import METHODS, ApplyError, ApplyOptions, ApplyRequest, ApplyStats
+from ..apply import METHODS, ApplyError, ApplyOptions, ApplyRequest, ApplyStats, merge_answer
 from ..decide import ApplyRefused
 from ..languages import KNOWN_LANGUAGES, language_of
 from ..prompting import text_bytes
@@ -149,17 +149,23 @@ class ApplyEditServicer:
         with service.admitted():
             runs = []
 
-            def start(applier):
+            def invalid_as_status(fn, *args):
                 try:
-                    return applier.stream(request, options)
+                    return fn(*args)
                 except ApplyError as exc:
                     raise Invalid(str(exc))
+
+            def start(applier):
+                return invalid_as_status(applier.stream, request, options)
+
+            def answer_now():
+                return invalid_as_status(merge_answer, request, options)
 
             def on_run(run):
                 runs.append(run)
                 context.add_callback(run.cancel)  # client cancel / deadline: stop after the current pass
 
-            for piece in service.pieces(start, on_run, context.is_active):
+            for piece in service.pieces(start, on_run, context.is_active, answer_now):
                 yield pb.ApplyResponse(text=piece, tokens=runs[0].stats.new_tokens)
             run = runs[0]
             if not run.cancelled:
