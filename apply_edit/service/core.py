@@ -3,16 +3,16 @@ on it at a time, its work on one thread, and the metrics of what it did.
 
 A face turns its request into an `ApplyRequest` + `ApplyOptions` (or a chat request), then
 
-    with service.admitted():                                  # a place in the queue, or Busy / NotReady
-        for piece in service.pieces(start, on_run, is_active):  # waits for the model if the run needs it
-            ...                                               # (ClientGone if the client left meanwhile)
+    with service.admitted():                       # a place in the queue, or Busy / NotReady
+        for piece in service.pieces(start, on_run, is_active, answer_now):
+            ...                                    # (ClientGone if the client left while it waited)
     # the model, its KV cache and the queue place are released on every way out
 
-An answer that needs no model (a merge that passes the checks) does not wait behind the model's work;
-every other request's work, from its prompt to its last piece, runs on the model's thread.
-
-and answers in its own protocol. `is_active` is the face's "is the client still there" (gRPC context,
-HTTP disconnect); a run is cancelled through `run.cancel()`, which the face wires to its own signal.
+and answers in its own protocol. `answer_now()` is a run that needs no model (a merge that passes the
+checks), answered on the face's thread without waiting behind the model's work; every other request's
+work, from its prompt to its last piece, runs on the model's thread while it holds the model.
+`is_active` is the face's "is the client still there" (gRPC context, HTTP disconnect); a run is
+cancelled through `run.cancel()`, which the face wires to its own signal.
 """
 
 from __future__ import annotations
