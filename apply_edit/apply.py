@@ -15,6 +15,7 @@ import queue
 import threading
 import time
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
@@ -69,6 +70,18 @@ class ApplyRequest:
     def validate(self) -> None:
         if not self.original.strip() and not self.update.strip():
             raise ApplyError("original and update are both empty; send the file and the edit snippet")
+
+    # Computed once per request: a face judges the merge before it queues for the model, and the run it
+    # starts there drafts from the same merge (the fields do not change after a request is made).
+    @cached_property
+    def merged(self) -> MergeCandidate:
+        """The merge of the snippet into the original."""
+        return merge(self.original, self.update, self.resolved_language(), self.instruction)
+
+    @cached_property
+    def judge(self) -> Judge:
+        """The checks of the merge, for the judged pipelines."""
+        return Judge(self.original, self.update, self.resolved_language(), self.merged, self.instruction)
 
 
 @dataclass
@@ -257,12 +270,10 @@ def merge_answer(request: ApplyRequest, options: ApplyOptions) -> ApplyRun | Non
     if not (options.judged and options.pipeline == "checked"):
         return None
     start = time.perf_counter()
-    language = request.resolved_language()
-    candidate = merge(request.original, request.update, language, request.instruction)
-    judge = Judge(request.original, request.update, language, candidate, request.instruction)
-    if not judge.merge_sound:
+    if not request.judge.merge_sound:
         return None
-    return ApplyRun.sound_merge(judge, ApplyStats(method=options.method, plan_s=time.perf_counter() - start), start)
+    return ApplyRun.sound_merge(request.judge, ApplyStats(method=options.method, plan_s=time.perf_counter() - start),
+                                start)
 
 
 class Applier:
@@ -315,11 +326,9 @@ class Applier:
         # One merge serves both the prompt (formats that show it) and merge drafting.
         drafts_from_merge = proposer is None and options.method in ("spec", "spec-fixed") and options.drafting == "merge"
         language = request.resolved_language()
-        candidate = (merge(request.original, request.update, language, request.instruction)
-                     if drafts_from_merge or "{merged}" in fmt.user or options.judged else None)
+        candidate = request.merged if drafts_from_merge or "{merged}" in fmt.user or options.judged else None
         merge_s = time.perf_counter() - start if drafts_from_merge else 0.0  # part of the drafting plan's cost
-        judge = (Judge(request.original, request.update, language, candidate, request.instruction)
-                 if options.judged else None)
+        judge = request.judge if options.judged else None
         prompt_text = self.prompt_text(request, options, candidate)
         prompt = self._encode(prompt_text)
         original_ids, update_ids = self._encode(request.original), self._encode(request.update)

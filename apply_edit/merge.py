@@ -546,20 +546,21 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
     next_width = np.full(n + 1, -1, dtype=np.int64)  # per column: the width of the next non-blank line
     next_closes = np.zeros(n + 1, dtype=bool)  # per column: whether that line only closes a block
     o_closes = np.array([_closes(k) for k in o_keys], dtype=bool)
-    # Per gap: the width of the snippet's next non-blank line after it, where that line is less indented
-    # than the marker there (it follows the block the marker is in), else None.
-    sibling_width: list[int | None] = [None] * (m + 1)
-    for g in range(1, m):
-        after = next((t for t in range(g, m) if s_lines[t].strip()), None)
-        if snippet.reach[g] is not None and after is not None and not _closes(s_lines[after].strip()) \
-                and _width(s_lines[after]) < snippet.reach[g]:
-            sibling_width[g] = _width(s_lines[after])
     for j in range(n - 1, -1, -1):
         next_width[j] = next_width[j + 1] if o_blank[j] else o_width[j]
-        next_closes[j] = next_closes[j + 1] if o_blank[j] else _closes(o_keys[j])
+        next_closes[j] = next_closes[j + 1] if o_blank[j] else o_closes[j]
+    after: list[int | None] = [None] * (m + 1)  # per gap: the snippet's next non-blank line after it
+    for g in range(m - 1, -1, -1):
+        after[g] = g if s_lines[g].strip() else after[g + 1]
     # The first line of each hunk after a marker: where the marker stops keeping old code.
-    resumes = {t for g in range(m) if snippet.reach[g] is not None
-               for t in [next((t for t in range(g, m) if s_lines[t].strip()), None)] if t is not None}
+    resumes = {after[g] for g in range(m) if snippet.reach[g] is not None and after[g] is not None}
+    # Per gap with a marker: the width of the snippet's next line, where it is less indented than the
+    # marker (it follows the block the marker is in, without closing it), else None.
+    sibling_width: list[int | None] = [None] * (m + 1)
+    for g in range(1, m):
+        if snippet.reach[g] is not None and (t := after[g]) is not None and not _closes(s_lines[t].strip()) \
+                and _width(s_lines[t]) < snippet.reach[g]:
+            sibling_width[g] = _width(s_lines[t])
 
     def scope(i: int) -> int | None:
         """How deep the marker in gap i keeps lines: a marker between two snippet lines stands for code
@@ -568,9 +569,9 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
         `_closing_twins`), the marker stands for the rest of that block, however shallow it is written."""
         if not 0 < i < m or (reach := snippet.reach[i]) is None:
             return None
-        after = next((t for t in range(i, m) if s_lines[t].strip()), None)
-        if after is not None and after in context and _closes(s_lines[after].strip()):
-            return min(reach, _width(s_lines[after]) + 1)
+        t = after[i]
+        if t is not None and t in context and _closes(s_lines[t].strip()):
+            return min(reach, _width(s_lines[t]) + 1)
         return reach
     first = np.full(n + 1, _NEG)
     first[0] = 0.0
