@@ -178,7 +178,8 @@ def run_bench(applier: Applier | None, cases: list[EditCase], methods: list[str]
         if plain is not None:
             for rec in by_method.values():
                 rec.identical_to_plain = rec.output == plain.output
-                if rec is not plain and not rec.identical_to_plain:
+                # A merge answer has no model tokens: there is no decoding to compare it with.
+                if rec is not plain and not rec.identical_to_plain and rec.tokens:
                     rec.divergence = divergence(applier, case, options, plain.tokens, rec.tokens)
         for rec in by_method.values():
             log(format_row(rec))

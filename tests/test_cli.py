@@ -191,7 +191,8 @@ def test_bench_runs_methods_side_by_side_and_writes_records(tmp_path, capsys):
     fixtures = Path(__file__).parent.parent / "fixtures"
     chart = tmp_path / "speedup.png"
     methods = ["plain", "prompt-lookup", "spec-model", "spec-k8", "spec-adaptive", "oracle", "spec-typical-0.3", "spec"]
-    assert main(["bench", str(fixtures), "--cases", "py_add_method", "--methods", ",".join(methods),
+    # The smallest fixture: each method pays its own prefill, the bulk of this test's time.
+    assert main(["bench", str(fixtures), "--cases", "ts_small_file_whole_rewrite", "--methods", ",".join(methods),
                  "--model", "smollm2-135m", "--dtype", "fp32", "--max-new-tokens", "80", "--json", str(out),
                  "--chart", str(chart)]) == 0
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -210,16 +211,17 @@ def test_bench_runs_methods_side_by_side_and_writes_records(tmp_path, capsys):
     assert spec["identical_to_plain"] is True and spec["output"] == plain["output"]
     assert spec["target_passes"] < plain["target_passes"] == plain["new_tokens"]
     table = capsys.readouterr().out
-    assert "vs plain" in table and "py_add_method" in table
+    assert "vs plain" in table and "ts_small_file_whole_rewrite" in table
 
     # Resumed: the saved case is kept as it was, only the new one runs.
-    assert main(["bench", str(fixtures), "--cases", "py_add_method,py_change_signature", "--methods", "plain,spec",
+    assert main(["bench", str(fixtures), "--cases", "ts_small_file_whole_rewrite,js_edit_first_lines", "--methods", "plain,spec",
                  "--model", "smollm2-135m", "--dtype", "fp32", "--max-new-tokens", "40", "--json", str(out),
                  "--resume"]) == 0
     resumed = json.loads(out.read_text())
-    assert [(r["case"], r["method"]) for r in resumed] == [("py_add_method", "plain"), ("py_add_method", "spec"),
-                                                          ("py_change_signature", "plain"),
-                                                          ("py_change_signature", "spec")]
+    assert [(r["case"], r["method"]) for r in resumed] == [("ts_small_file_whole_rewrite", "plain"),
+                                                          ("ts_small_file_whole_rewrite", "spec"),
+                                                          ("js_edit_first_lines", "plain"),
+                                                          ("js_edit_first_lines", "spec")]
     assert resumed[0] == plain and resumed[1] == judged
     assert "1 done before" in capsys.readouterr().err
 

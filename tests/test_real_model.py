@@ -108,13 +108,13 @@ def applier(target):
 
 def test_speculative_equals_plain_greedy_with_far_fewer_passes(applier):
     case = load_case(FIXTURES / "py_add_method")
-    plain = applier.stream(case.request(), ApplyOptions(method="plain", max_new_tokens=300))
+    plain = applier.stream(case.request(), ApplyOptions(method="plain", max_new_tokens=150))
     plain.result()
-    adaptive = applier.stream(case.request(), ApplyOptions(max_new_tokens=300, pipeline="model"))
+    adaptive = applier.stream(case.request(), ApplyOptions(max_new_tokens=150, pipeline="model"))
     adaptive.result()
     assert adaptive.tokens == plain.tokens
     # The adaptive policy minimises time, not passes (fp32 drafts are costly); fixed k shows the saving.
-    spec = applier.stream(case.request(), ApplyOptions(method="spec-fixed", k=32, max_new_tokens=300))
+    spec = applier.stream(case.request(), ApplyOptions(method="spec-fixed", k=32, max_new_tokens=150))
     spec.result()
     assert spec.tokens == plain.tokens and spec.text == plain.text
     assert plain.stats.target_passes == len(plain.tokens)
