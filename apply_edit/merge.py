@@ -14,7 +14,8 @@ original lines kept as they are. The merge is one alignment of the whole snippet
   snippet shows a deletion); at a marker they are kept for free, but only as deep as the marker is
   indented: a marker inside a body stands for the rest of that body, not for what follows the body
   (keeping the less indented line where that body ends costs more than a deletion, each one after it
-  less: a few such lines are the replaced end of the block, many are code after a forgotten marker),
+  less: a few such lines are the replaced end of the block, many are code after a forgotten marker;
+  a line as shallow as the snippet's next line is a sibling of that line and costs only the latter),
   except the body's closing line (`}`, `end`) where the snippet goes on beside that body without it;
 - a definition (function, method, class, type, impl) that the snippet shows whole, with no marker inside,
   replaces the original's definition of the same kind and name from its first line to its last (tree-
@@ -68,13 +69,16 @@ from .languages import code_of, spec_of
 
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|<!--|--|\{/\*|;)\s*(?P<body>.*?)\s*(?:\*/\}|\*/|-->)?\s*$")
 _ELLIPSIS = re.compile(r"\.{3,}|…")
+_BRACKETED = re.compile(r"^(?:\.{3,}|…).*\S.*(?:\.{3,}|…)$")  # `... a note ...`
 _MARKER_WORDS = re.compile(r"\b(existing|rest|same|unchanged|remain\w*|omitted|other|previous|before|as is|"
                            r"more|code|etc)\b", re.IGNORECASE)
 
 
 def is_marker(line: str) -> bool:
     """A marker comment: `// ... existing code ...`, `# ... rest of code ...`, `/* ... */`, `{/* … */}`,
-    `// existing code`. Comment text that only ends in dots (`# wait for it...`) is not one."""
+    `// existing code`, and a note of any length between two ellipses (`# ... rest of __call__ unchanged
+    until the completions are written ...`). Comment text that only ends in dots (`# wait for it...`) is
+    not one."""
     m = _COMMENT.match(line)
     if not m:
         return False
@@ -83,6 +87,8 @@ def is_marker(line: str) -> bool:
         return True
     if not _ELLIPSIS.search(body):
         return False
+    if _BRACKETED.match(body):
+        return True
     words = _ELLIPSIS.sub(" ", body).split()
     return len(words) <= 8 and (_ELLIPSIS.match(body) is not None or bool(_MARKER_WORDS.search(body)))
 
@@ -511,9 +517,13 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
         elif (reach := scope(i)) is None:  # a piece of the file, or all that comes before / after it
             costs = np.zeros(n)  # (a line the instruction removes is deleted there, see below)
         else:
-            costs = keep_removed + np.where(o_blank | (o_width >= reach), 0.0,
-                                            np.where(prev_width >= reach, CROSS, BEYOND))
+            cross = prev_width >= reach
             if (sibling := sibling_width[i]) is not None:
+                # A line as shallow as the snippet's next one is that line's sibling, not the replaced
+                # end of the marker's block: keeping it costs no more than keeping any later one.
+                cross = cross & (o_width > sibling)
+            costs = keep_removed + np.where(o_blank | (o_width >= reach), 0.0, np.where(cross, CROSS, BEYOND))
+            if sibling is not None:
                 # The snippet goes on beside the block this marker is in, without showing its closing
                 # line (`}`, `end`): that line is kept, or the block would stay open.
                 costs = np.where(o_closes & (o_width == sibling) & (prev_width >= reach), keep_removed, costs)

@@ -14,7 +14,8 @@ def test_markers_in_several_comment_styles():
     for line in ["# ... existing code ...", "    // ... existing code ...", "/* ... */", "{/* ... existing code ... */}",
                  "<!-- ... -->", "-- ... rest of the query ...", "// existing code"]:
         assert is_marker(line), line
-    for line in ["// ... rest of code ...", "# ... same as before ...", "// …", "/* ... existing code ... */"]:
+    for line in ["// ... rest of code ...", "# ... same as before ...", "// …", "/* ... existing code ... */",
+                 "        # ... rest of __call__ unchanged until the completions are written ..."]:
         assert is_marker(line), line
     for line in ["x = '...'", "print('existing code')", "# a note", "...", "return x  # ...", "# wait for it..."]:
         assert not is_marker(line), line
@@ -483,3 +484,14 @@ def test_a_php_method_shown_without_its_class_replaces_the_method_and_the_instru
                          "        return $x;\n")
     assert merge(php, update, "php").text == wanted
     assert merge(php, update, "php", "Collapse isDot() and remove the closing ?> tag.").text == wanted[:-len("?>\n")]
+
+
+def test_statements_beside_the_next_snippet_line_are_kept_past_an_indented_marker():
+    # The marker inside run() stands for the rest of run(); the module-level lines between the class and
+    # the snippet's next definition are siblings of that definition, not the replaced end of run().
+    py = ("class Finder:\n    def run(self):\n        a = 1\n        b = 2\n        return a + b\n\n\n"
+          "finder = Finder()\nfinder.__doc__ = 'Use this.'\n\ndef warn(*args):\n    print(*args)\n")
+    update = ("class Finder:\n    def run(self):\n        a = 10\n        # ...\n\n"
+              "def warn(*args):\n    print(*args)\n    flush()\n")
+    assert merge(py, update, "python").text == py.replace("a = 1\n", "a = 10\n").replace(
+        "    print(*args)\n", "    print(*args)\n    flush()\n")
