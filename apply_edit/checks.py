@@ -1,14 +1,16 @@
 """Checks of a rewritten file that need no expected file: reasons not to trust it.
 
 Each is a property every correct apply has, whoever wrote the result (the model or the merge):
-- the snippet's code lines are all in it, in order (compared stripped; an edit shows its new lines);
+- the snippet's code lines are all in it, in order (compared stripped; an edit shows its new lines),
+  but for its deletion notes (`// removed foo()`, `instruction.deletion_notes`);
 - it has no lazy-marker line (`// ... existing code ...`) the original lacks;
 - it parses (tree-sitter) where the original does;
 - it declares no name twice in one scope where the original does not (a field, a `const`, a Go
   function: a replaced line kept beside its replacement);
 - a definition the snippet shows whole (its body, no marker inside) is in it with the same lines;
-- a code name the instruction asks to remove ("drop the deprecated `http.CloseNotifier`", "x was
-  removed") is gone from its code, unless the snippet's code uses that name (comments do not count);
+- a code name the instruction or a deletion note asks to remove ("drop the deprecated
+  `http.CloseNotifier`", "x was removed", `// removed foo()`) is gone from its code, unless the
+  snippet's code uses that name (comments do not count);
 - it is not the original unchanged while the snippet shows lines the original lacks, or while an
   instruction asks for an edit the snippet does not show;
 - it keeps the original's lines the snippet does not remove: no more than `MAX_DROPPED` of them go
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .definitions import definitions, duplicate_declarations, snippet_definitions
-from .instruction import code_text, names_to_remove, uses
+from .instruction import code_text, deletion_notes, names_to_remove, uses
 from .merge import code_lines, is_marker, merge
 from .regions import parser_for
 
@@ -60,11 +62,11 @@ def _changed_whole_definitions(update: str, result: str, language: str) -> list[
                    and code_lines("\n".join(out[d.name_line:d.end_line + 1])) != wanted[d.kind, d.name]})
 
 
-def _kept_despite_instruction(instruction: str, update: str, result: str, language: str) -> list[str]:
+def _kept_despite_instruction(instruction: str, original: str, update: str, result: str, language: str) -> list[str]:
     """Code names the instruction asks to remove that the result's code still uses, where the snippet's
     code does not (`instruction.py`)."""
     code = code_text(result, language)
-    return sorted(name for name in names_to_remove(instruction, update, language) if uses(code, name))
+    return sorted(name for name in names_to_remove(instruction, update, language, original) if uses(code, name))
 
 
 def problems(original: str, update: str, result: str, language: str, kept_by_merge: str | None = None,
@@ -72,7 +74,9 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     """What is wrong with `result` as the edited file, [] when it passes every check. `kept_by_merge`:
     the merge candidate's text when the caller has it (it tells which original lines the snippet keeps)."""
     found = []
-    snippet = [line for line in code_lines(update) if not is_marker(line) and line not in ("...", "…")]
+    notes = deletion_notes(original, update, language)
+    shown = "\n".join(line for n, line in enumerate(update.split("\n")) if n not in notes)
+    snippet = [line for line in code_lines(shown) if not is_marker(line) and line not in ("...", "…")]
     have = code_lines(result)
     if (missing := _missing_in_order(snippet, have)) and snippet:
         found.append(f"{missing} of the snippet's {len(snippet)} lines are not in it (in order)")
@@ -92,8 +96,8 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
         found.append(f"it declares {', '.join(f'`{n}`' for n in twice)} twice in one scope (the original does not)")
     if changed := _changed_whole_definitions(update, result, language):
         found.append(f"it has {', '.join(f'`{n}`' for n in changed)} with other lines than the snippet shows whole")
-    if kept := _kept_despite_instruction(instruction, update, result, language):
-        found.append(f"it still has {', '.join(f'`{n}`' for n in kept)}, which the instruction asks to remove")
+    if kept := _kept_despite_instruction(instruction, original, update, result, language):
+        found.append(f"it still has {', '.join(f'`{n}`' for n in kept)}, which the instruction or a note in the snippet asks to remove")
     if result == original and any(line not in before for line in snippet):
         found.append("it is the original unchanged, but the snippet shows lines the original does not have")
     elif result == original and instruction.strip() and all(line in before for line in snippet):

@@ -2,15 +2,17 @@
 
 A snippet shows an edit by its new lines; a line it drops beside a marker it cannot show at all (the
 marker says "unchanged"). So "drop the deprecated `http.CloseNotifier`", or "std::random_shuffle was
-removed in C++17", is a removal only the instruction states. The merge does not keep such a line for a
-marker, and the checks refuse a result that still has the name.
+removed in C++17", is a removal only the instruction states, or a note in the snippet itself
+(`// removed deprecated foo() and bar()`), which is not written into the file. The merge does not keep
+a line using such a name for a marker, nor a definition of that name, and the checks refuse a result
+that still has the name.
 """
 
 from __future__ import annotations
 
 import re
 
-from .languages import code_of
+from .languages import code_of, spec_of
 
 # "remove `x`", "drop the deprecated x", "stop depending on x", "no longer use x" and their like.
 _REMOVE_VERB = re.compile(
@@ -23,15 +25,58 @@ _WAS_REMOVED = re.compile(r"`?([A-Za-z_][\w.:]*)`?\s+(?:was|were|has been|have b
 _CODE_NAME = re.compile(r"[._:]|[a-z][A-Z]|^[^\w]+$")
 
 
-def names_to_remove(instruction: str, update: str, language: str) -> set[str]:
-    """The code names the instruction asks to remove that the snippet's code does not use (a snippet
-    comment that names them, `// x was removed; use y`, does not keep them)."""
+# A comment that starts "removed"/"deleted"/"dropped" or ends so: `// removed deprecated foo() and bar()`,
+# `# old_helper deleted`.
+_NOTE = re.compile(r"^(?:removed|deleted|dropped)\b|\b(?:removed|deleted|dropped)\W*$", re.IGNORECASE)
+_NAME = re.compile(r"[A-Za-z_][\w.:]*[\w]")
+
+
+def _comment_body(line: str, language: str) -> str | None:
+    """The text of a line that is only a comment, else None."""
+    key = line.strip()
+    spec = spec_of(language)
+    for start in spec.line_comments + (("/*",) if spec.block_comments else ()):
+        if key.startswith(start):
+            body = key[len(start):].strip()
+            return body[:-2].strip() if start == "/*" and body.endswith("*/") else body
+    return None
+
+
+def deletion_notes(original: str, update: str, language: str) -> dict[int, set[str]]:
+    """Per snippet line that is a deletion note (`// removed deprecated foo() and bar()`): the code names
+    it says are gone. Such a line tells the applier what the snippet leaves out; it is not a line of the
+    file. A note names code the original uses and the snippet's code does not (a comment about code that
+    is not there, or still is, is an ordinary comment)."""
+    notes: dict[int, set[str]] = {}
+    lines = update.split("\n")
+    original_code = code_text(original, language)
+    snippet_code = None
+    for n, line in enumerate(lines):
+        body = _comment_body(line, language)
+        if not body or not _NOTE.search(body):
+            continue
+        if snippet_code is None:
+            snippet_code = code_text(update, language)
+        names = {m[0] for m in _NAME.finditer(body)
+                 if (_CODE_NAME.search(m[0]) or body[m.end():m.end() + 2] == "()")
+                 and uses(original_code, m[0]) and not uses(snippet_code, m[0])}
+        if names:
+            notes[n] = names
+    return notes
+
+
+def names_to_remove(instruction: str, update: str, language: str, original: str = "") -> set[str]:
+    """The code names the instruction, or a deletion note in the snippet (given the original), asks to
+    remove that the snippet's code does not use (a snippet comment that names them, `// x was removed;
+    use y`, does not keep them)."""
     named = {m[1].rstrip(".:") for pattern in (_REMOVE_VERB, _WAS_REMOVED) for m in pattern.finditer(instruction)}
     named = {name for name in named if _CODE_NAME.search(name)}
-    if not named:
-        return set()
-    code = code_text(update, language)
-    return {name for name in named if not uses(code, name)}
+    if named:
+        code = code_text(update, language)
+        named = {name for name in named if not uses(code, name)}
+    if original:
+        named |= {name for names in deletion_notes(original, update, language).values() for name in names}
+    return named
 
 
 def code_text(text: str, language: str) -> str:

@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .definitions import Definition, definitions, lines_inside_strings, snippet_definitions
-from .instruction import names_to_remove, uses
+from .instruction import deletion_notes, names_to_remove, uses
 from .languages import code_of, spec_of
 
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|<!--|--|\{/\*|;)\s*(?P<body>.*?)\s*(?:\*/\}|\*/|-->)?\s*$")
@@ -310,16 +310,19 @@ class _Snippet:
 
 
 def _parse_snippet(update_lines: list[str], original_keys: set[str], language: str,
-                   original_code: set[str]) -> _Snippet:
+                   original_code: set[str], notes: set[int] = frozenset()) -> _Snippet:
     """`original_code`: the original's lines (stripped) outside multi-line comments and strings: a bare
-    `...` is the original's own line only where the original has it as code (not in a doc comment)."""
+    `...` is the original's own line only where the original has it as code (not in a doc comment).
+    `notes`: the deletion notes (`instruction.deletion_notes`), left out with a blank line they leave doubled."""
     lines, hunk_of, number, reach, markers = [], [], [], [None], set()
     hunk, previous = 0, ""
-    content = [n for n, line in enumerate(update_lines) if line.strip()]
+    content = [n for n, line in enumerate(update_lines) if line.strip() and n not in notes]
     first, last = (content[0], content[-1]) if content else (0, -1)
     in_strings = lines_inside_strings("".join(update_lines), language) if language else set()
     for n, line in enumerate(update_lines[first:last + 1], start=first):
         key = line.strip()
+        if n in notes or (not key and n - 1 in notes and lines and not lines[-1].strip()):
+            continue
         bare = key in ("...", "…") and not (language == "python" and previous.rstrip().endswith(":")
                                              and _whole_body(update_lines, n, last))
         if (is_marker(line) and key not in original_keys) or (bare and key not in original_code):
@@ -975,19 +978,28 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
     update_lines = _in_file_indentation([line.rstrip("\r\n") + newline for line in split_lines(update)], orig)
     counts = Counter(line.strip() for line in orig)
     prose = lines_inside_strings(original, language, comments=True) if language else set()
+    notes = deletion_notes(original, update, language)
     snippet = _parse_snippet(update_lines, set(counts), language,
-                             {line.strip() for n, line in enumerate(orig) if n not in prose})
+                             {line.strip() for n, line in enumerate(orig) if n not in prose}, set(notes))
+    names = names_to_remove(instruction, update, language, original)
     in_snippet, in_original = [], []
     if language and orig:
         top_level = [n for n in snippet.markers if not _width(update_lines[n])]
         in_snippet = snippet_definitions("".join(update_lines), language, top_level)
-        in_original = definitions(original, language) if in_snippet else []
+        in_original = definitions(original, language) if in_snippet or names else []
     pairs = _pairs(snippet, in_snippet, in_original)
     apart = _apart(snippet, in_snippet, in_original, orig, counts)
     attached = _attached_lines(snippet, [line.strip() for line in orig], counts, language)
     code = code_of(language)
-    names = names_to_remove(instruction, update, language)
     removed = np.array([bool(names) and any(uses(code(line), name) for name in names) for line in orig], dtype=bool)
+    for d in in_original:  # a definition of a removed name goes whole, with the comment block above it
+        if d.name in names:
+            first = d.start_line
+            while first > 0 and _comment_line(language)(orig[first - 1].strip()):
+                first -= 1
+            removed[first:d.end_line + 1] = True
+            if 0 < first and d.end_line + 1 < len(orig) and not (orig[first - 1].strip() or orig[d.end_line + 1].strip()):
+                removed[first - 1] = True  # between two blank lines: one of them goes with it
     ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed), snippet, orig, counts)
 
     original_ends = _block_ends(orig, code)

@@ -1,6 +1,7 @@
 """Checks that need no expected file: what makes a rewrite untrustworthy, whoever wrote it."""
 
 from apply_edit.checks import problems
+from apply_edit.merge import merge
 
 ORIGINAL = "import os\n\n\ndef area(w, h):\n    return w * h\n\n\ndef main():\n    print(area(2, 3))\n    return 0\n"
 UPDATE = "# ... existing code ...\ndef area(w, h, scale=1):\n    return w * h * scale\n# ... existing code ...\n"
@@ -88,7 +89,7 @@ def test_a_name_the_instruction_removes_must_be_gone():
           "var _ http.CloseNotifier = &fw{}\nvar _ http.Flusher = &fw{}\nvar _ http.Hijacker = &fw{}\n")
     update = "// ...\n\nvar _ http.Flusher = &fw{}\nvar _ http.Hijacker = &fw{}\n"
     ask = "Stop depending on the deprecated http.CloseNotifier."
-    assert "it still has `http.CloseNotifier`, which the instruction asks to remove" in \
+    assert "it still has `http.CloseNotifier`, which the instruction or a note in the snippet asks to remove" in \
         problems(go, update, go, "go", instruction=ask)
     assert problems(go, update, go.replace("var _ http.CloseNotifier = &fw{}\n", ""), "go", instruction=ask) == []
     # A plain word is not a code name; a name the snippet shows is kept on purpose.
@@ -101,6 +102,16 @@ def test_a_removed_name_is_read_in_code_only_and_from_was_removed_too():
     ask = "std::random_shuffle was removed in C++17, so use std::shuffle."
     kept = update.split("\n", 1)[0] + "\n" + cpp.replace("}\n", "    std::shuffle(v.begin(), v.end(), rng);\n}\n")
     # The snippet's comment names it, its code does not: a result still calling it is refused ...
-    assert any("which the instruction asks to remove" in p for p in problems(cpp, update, kept, "cpp", instruction=ask))
+    assert any("which the instruction or a note in the snippet asks to remove" in p for p in problems(cpp, update, kept, "cpp", instruction=ask))
     # ... and one that keeps only the comment passes.
     assert problems(cpp, update, update, "cpp", instruction=ask) == []
+
+
+def test_a_deletion_note_is_not_a_line_to_find_and_the_name_it_removes_must_be_gone():
+    js = "function oldApi() {\n  return 2;\n}\n\nfunction other() {\n  return 3;\n}\n"
+    update = "// removed oldApi()\n\nfunction other() {\n  return 30;\n}\n"
+    assert problems(js, update, "function other() {\n  return 30;\n}\n", "javascript") == []
+    assert problems(js, update, js.replace("return 3", "return 30"), "javascript") == [
+        "it still has `oldApi`, which the instruction or a note in the snippet asks to remove"]
+    # A comment about code the original does not have is an ordinary comment, written as it is.
+    assert "// removed the cache" in merge(js, "// removed the cache\n" + update, "javascript").text

@@ -495,3 +495,11 @@ def test_statements_beside_the_next_snippet_line_are_kept_past_an_indented_marke
               "def warn(*args):\n    print(*args)\n    flush()\n")
     assert merge(py, update, "python").text == py.replace("a = 1\n", "a = 10\n").replace(
         "    print(*args)\n", "    print(*args)\n    flush()\n")
+
+
+def test_a_deletion_note_is_not_written_and_the_definition_it_names_goes_whole():
+    js = ("function keep() {\n  return 1;\n}\n\n/** Old API. */\nfunction oldApi() {\n  return 2;\n}\n\n"
+          "function other() {\n  return 3;\n}\n")
+    update = "// ... existing code ...\n\n// removed deprecated oldApi()\n\nfunction other() {\n  return 30;\n}\n"
+    assert merge(js, update, "javascript").text == ("function keep() {\n  return 1;\n}\n\n"
+                                                    "function other() {\n  return 30;\n}\n")
