@@ -32,7 +32,9 @@ original lines kept as they are. The merge is one alignment of the whole snippet
   block does (brackets decide where indentation cannot, as in a C `switch`);
 - lines shown as context are not written twice: a run of snippet lines that the alignment wrote as new
   right beside a marker keeping the very same run of the original is aligned again, matched to that run
-  (the lines between it and the snippet line before it are then deleted, as the snippet showed them);
+  (the lines between it and the snippet line before it are then deleted, as the snippet showed them),
+  and so is its end from a line found once; a comment line that ends a hunk of new comment lines
+  before a marker (`//`, `//! ````) is its twin further down the comment block the hunk rewrites;
   and the first lines after a marker are where the old code resumes: a line found once is not written
   as new while its original is deleted, and a run of lines the original has in a row is not written as
   new either (new code latching onto copies of old lines had pushed them aside);
@@ -757,6 +759,36 @@ def _resumed_lines(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
     return found
 
 
+def _rewritten_comment_ends(ops: list[tuple], snippet: _Snippet, orig: list[str], comment) -> dict[int, int]:
+    """The last line before a marker, a comment line (`//`, `//! ````, ` *`) written as new after new
+    comment lines that follow a matched comment line: the hunk rewrites that comment block, and the line
+    is its twin further down the same block, which the marker keeps (writing it as new was cheaper in the
+    scores than deleting the old lines it replaces, so the old paragraph survived beside the new one)."""
+    lines, found = snippet.lines, {}
+    for n, op in enumerate(ops):
+        if op[0] != "ins" or not comment(key := lines[op[1]].strip()):
+            continue
+        g = op[1] + 1  # the gap after it, past blank lines
+        while snippet.reach[g] is None and g < len(lines) and not lines[g].strip():
+            g += 1
+        if snippet.reach[g] is None:
+            continue
+        b = n - 1
+        while b >= 0 and ops[b][0] == "ins" and comment(lines[ops[b][1]].strip()):
+            b -= 1
+        if b == n - 1 or b < 0 or ops[b][0] != "match" or not comment(orig[ops[b][2]].strip()):
+            continue
+        t = n + 1
+        while t < len(ops) and ops[t][0] in ("ins", "match") and not lines[ops[t][1]].strip():
+            t += 1
+        while t < len(ops) and ops[t][0] == "keep" and comment(orig[ops[t][1]].strip()):
+            if orig[ops[t][1]].strip() == key:
+                found[op[1]] = ops[t][1]
+                break
+            t += 1
+    return found
+
+
 def _block_ends(lines: list[str], code_of) -> dict[int, int]:
     """Per line that opens a bracketed block (its code ends with `{`, `(` or `[`): the line that closes
     it. Brackets in strings and trailing comments do not count; `} else {` closes one block, opens one."""
@@ -1042,6 +1074,7 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
     ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig, counts),
                            lambda o: _resumed_lines(o, snippet, orig, counts),
                            lambda o: _resuming_runs(o, snippet, orig),
+                           lambda o: _rewritten_comment_ends(o, snippet, orig, _comment_line(language)),
                            lambda o: _closing_twins(o, snippet, orig, counts, snippet_ends, original_ends)], align)
 
     in_pair = {i for a, b, _, _, whole in pairs if whole for i in range(a, b + 1)}

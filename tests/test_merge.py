@@ -511,3 +511,18 @@ def test_a_deletion_note_is_not_written_and_the_definition_it_names_goes_whole()
     update = "// ... existing code ...\n\n// removed deprecated oldApi()\n\nfunction other() {\n  return 30;\n}\n"
     assert merge(js, update, "javascript").text == ("function keep() {\n  return 1;\n}\n\n"
                                                     "function other() {\n  return 30;\n}\n")
+
+
+def test_a_rewritten_comment_paragraph_replaces_the_old_one_up_to_its_separator():
+    # The hunk ends with the block's empty `//` line before a marker: that is the original's separator two
+    # lines down, and the two old lines before it are what the new ones replace (c_fresh6_xz).
+    c = ("int init(void)\n{\n\t// The limit depends on the application. In this example,\n"
+         "\t// no memory usage limiting is used. This is done by setting\n\t// the limit to UINT64_MAX.\n\t//\n"
+         "\t// The format allows concatenating files as is.\n\treturn decode(UINT64_MAX);\n}\n")
+    update = ("/* ... */\n\t// The limit depends on the application. In this example,\n"
+              "\t// the limit is MEMLIMIT (256 MiB), enough for files\n\t// created with \"xz -9\".\n\t//\n"
+              "/* ... */\n\treturn decode(MEMLIMIT);\n}\n")
+    assert merge(c, update, "c").text == c.replace(
+        "\t// no memory usage limiting is used. This is done by setting\n\t// the limit to UINT64_MAX.\n",
+        "\t// the limit is MEMLIMIT (256 MiB), enough for files\n\t// created with \"xz -9\".\n").replace(
+        "decode(UINT64_MAX)", "decode(MEMLIMIT)")
