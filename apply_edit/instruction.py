@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from .definitions import definitions
 from .languages import code_of, spec_of
 
 # "remove `x`", "drop the deprecated x", "stop depending on x", "no longer use x" and their like.
@@ -19,6 +20,10 @@ _REMOVE_VERB = re.compile(
     r"\b(?:remove|drop|delete|stop (?:using|depending on|calling)|get rid of|no longer (?:use|support|"
     r"depend on|call))(?:s|d|ing)?\s+(?:(?:the|its|their|deprecated|unused|old|legacy|closing|trailing|stray)\s+)*"
     r"`?([A-Za-z_][\w.:]*|[^\s\w`'\"]{2,})", re.IGNORECASE)
+# After a removal's first name, the rest of its list: "remove x / y", "drop `a()`, `b()` and the static c()".
+_LIST_NEXT = re.compile(r"(?:\(\))?`?\s*(?:/|,|&|\band\b|\bor\b)\s*(?:(?:the|its|their|deprecated|unused|old|legacy|"
+                        r"static)\s+)*`?([A-Za-z_][\w.:]*)", re.IGNORECASE)
+_DECLARING = r"\b(?:const|let|var|val|def|fn|func|function|type|class|struct|enum|interface|trait)\s+"
 # "x was removed", "`x` has been removed": the name of something that no longer exists.
 _WAS_REMOVED = re.compile(r"`?([A-Za-z_][\w.:]*)`?\s+(?:was|were|has been|have been)\s+removed\b", re.IGNORECASE)
 # `http.CloseNotifier`, `call_extra`, `attrIndex`, `?>`: not a word
@@ -67,10 +72,20 @@ def deletion_notes(original: str, update: str, language: str) -> dict[int, set[s
 
 def names_to_remove(instruction: str, update: str, language: str, original: str = "") -> set[str]:
     """The code names the instruction, or a deletion note in the snippet (given the original), asks to
-    remove that the snippet's code does not use (a snippet comment that names them, `// x was removed;
+    remove (a plain word only where the original defines it) that the snippet's code does not use (a snippet comment that names them, `// x was removed;
     use y`, does not keep them)."""
-    named = {m[1].rstrip(".:") for pattern in (_REMOVE_VERB, _WAS_REMOVED) for m in pattern.finditer(instruction)}
-    named = {name for name in named if _CODE_NAME.search(name)}
+    named = {m[1] for m in _WAS_REMOVED.finditer(instruction)}
+    for m in _REMOVE_VERB.finditer(instruction):
+        named.add(m[1])
+        at = m.end()
+        while item := _LIST_NEXT.match(instruction, at):
+            named.add(item[1])
+            at = item.end()
+    named = {name.rstrip(".:") for name in named}
+    # A plain word ("remove the deprecated interpret alias") is a code name where the file defines it.
+    defined = {d.name for d in definitions(original, language)} if original and language else set()
+    named = {name for name in named if _CODE_NAME.search(name) or name in defined
+             or original and re.search(_DECLARING + re.escape(name) + r"\b", code_text(original, language))}
     if named:
         code = code_text(update, language)
         named = {name for name in named if not uses(code, name)}

@@ -29,7 +29,8 @@ original lines kept as they are. The merge is one alignment of the whole snippet
 - right after a closing line (`}`, `end`) a marker keeps code at most as deep as that line: the rest of
   the block just closed is not kept (a replaced `return err` before `}` does not survive); a block the
   snippet opens on a line found once and closes after a marker inside it closes where the original's
-  block does (brackets decide where indentation cannot, as in a C `switch`);
+  block does (brackets decide where indentation cannot, as in a C `switch`; a header whose parameters
+  close on the line that opens its body, `): Readable<T> {`, goes on to where that body closes);
 - lines shown as context are not written twice: a run of snippet lines that the alignment wrote as new
   right beside a marker keeping the very same run of the original is aligned again, matched to that run
   (the lines between it and the snippet line before it are then deleted, as the snippet showed them),
@@ -39,8 +40,9 @@ original lines kept as they are. The merge is one alignment of the whole snippet
   as new while its original is deleted, and a run of lines the original has in a row is not written as
   new either (new code latching onto copies of old lines had pushed them aside);
 - a line that uses a name the instruction asks to remove (`instruction.py`: "drop the deprecated x",
-  "x was removed") is not kept for a marker, nor before the snippet's first or after its last line: the
-  snippet cannot show a line it drops there;
+  "x was removed", a plain word where the file defines it) is not kept for a marker, nor before the
+  snippet's first or after its last line: the snippet cannot show a line it drops there; a definition
+  of that name goes whole, and the comment block right above what goes goes with it;
 - new code is not placed between two blank lines of the original: a run of blank lines (a file's double
   spacing before a definition) stays together, and the new code brings the blank lines it shows.
 
@@ -840,10 +842,16 @@ def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
         if at is None or at not in original_ends or placed.get(closer) == original_ends[at] \
                 or counts[orig[at].strip()] != 1:
             continue
+        end = original_ends[at]
+        # A header's bracket closed on a line that opens its body (`): Readable<T> {`, `} else {`): the
+        # block goes on to where that body closes.
+        while end in original_ends and orig[end].strip()[:1] in ")]}" and _width(orig[end]) == _width(orig[at]) \
+                and snippet.lines[closer].strip() != orig[end].strip():
+            end = original_ends[end]
         # A marker may hide openers, so brackets alone do not pair lines: the closer sits at its opener's depth.
         if _width(snippet.lines[closer]) == _width(snippet.lines[opener]) \
-                and snippet.lines[closer].strip() == orig[original_ends[at]].strip():
-            found[closer] = original_ends[at]
+                and snippet.lines[closer].strip() == orig[end].strip() and placed.get(closer) != end:
+            found[closer] = end
     return found
 
 
@@ -1028,6 +1036,30 @@ def _shift(hunk_pairs: list[tuple[str, str]]) -> tuple[str, str] | None:
     return shift if shift != ("", "") else None
 
 
+def _removed_lines(orig: list[str], names: set[str], in_original: list[Definition], language: str) -> np.ndarray:
+    """The mask of the original lines that go with the names the instruction removes: lines whose code
+    uses one, a definition of one whole, each with the comment block right above it; where that leaves
+    two blank lines together, one of them goes too."""
+    removed = np.zeros(len(orig), dtype=bool)
+    if not names:
+        return removed
+    code, comment = code_of(language), _comment_line(language)
+    removed[:] = [any(uses(code(line), name) for name in names) for line in orig]
+    for d in in_original:
+        if d.name in names:
+            removed[d.start_line:d.end_line + 1] = True
+    for first in [j for j in range(len(orig)) if removed[j] and not (j and removed[j - 1])]:
+        last = first
+        while last + 1 < len(orig) and removed[last + 1]:
+            last += 1
+        while first > 0 and comment(orig[first - 1].strip()):
+            first -= 1
+            removed[first] = True
+        if 0 < first and not orig[first - 1].strip() and (last + 1 == len(orig) or not orig[last + 1].strip()):
+            removed[first - 1] = True
+    return removed
+
+
 _RANK = ["new", "ambiguous", "edited", "scope", "unique", "definition"]  # how firmly a hunk's place is settled
 
 
@@ -1052,15 +1084,7 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
     apart = _apart(snippet, in_snippet, in_original, orig, counts)
     attached = _attached_lines(snippet, [line.strip() for line in orig], counts, language)
     code = code_of(language)
-    removed = np.array([bool(names) and any(uses(code(line), name) for name in names) for line in orig], dtype=bool)
-    for d in in_original:  # a definition of a removed name goes whole, with the comment block above it
-        if d.name in names:
-            first = d.start_line
-            while first > 0 and _comment_line(language)(orig[first - 1].strip()):
-                first -= 1
-            removed[first:d.end_line + 1] = True
-            if 0 < first and d.end_line + 1 < len(orig) and not (orig[first - 1].strip() or orig[d.end_line + 1].strip()):
-                removed[first - 1] = True  # between two blank lines: one of them goes with it
+    removed = _removed_lines(orig, names, in_original, language)
     ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed), snippet, orig, counts)
 
     original_ends = _block_ends(orig, code)

@@ -526,3 +526,20 @@ def test_a_rewritten_comment_paragraph_replaces_the_old_one_up_to_its_separator(
         "\t// no memory usage limiting is used. This is done by setting\n\t// the limit to UINT64_MAX.\n",
         "\t// the limit is MEMLIMIT (256 MiB), enough for files\n\t// created with \"xz -9\".\n").replace(
         "decode(UINT64_MAX)", "decode(MEMLIMIT)")
+
+
+def test_a_block_shown_by_its_header_and_closer_closes_where_the_body_after_a_multiline_header_does():
+    ts = ("class A {\n  select<T>(\n    selector: (s: S) => T,\n    eq: (a: T, b: T) => boolean\n  ): Readable<T> {\n"
+          "    return make(selector, eq);\n  }\n\n  start(): this {\n    return this;\n  }\n}\n")
+    update = "/* ... */\n  select<T>(\n    /* ... */\n  }\n\n  stop(): void {}\n\n  /* ... */\n}\n"
+    assert merge(ts, update, "typescript").text == ts.replace("  start(): this", "  stop(): void {}\n\n  start(): this")
+
+
+def test_what_the_instruction_removes_by_a_plain_name_the_file_defines_goes_with_its_comment():
+    ts = ("export function createActor() {\n  return 1;\n}\n\n/**\n * Old name.\n * @deprecated\n */\n"
+          "export const interpret = createActor;\n\n/** @deprecated */\nexport type Interpreter = number;\n")
+    update = "/* ... */\nexport function createActor() {\n  return 2;\n}\n"
+    ask = "Return 2, and remove the deprecated interpret / Interpreter aliases at the end of the file."
+    assert merge(ts, update, "typescript", ask).text == "export function createActor() {\n  return 2;\n}\n"
+    # A plain word the file does not define is no code name: nothing goes for it.
+    assert "interpret" in merge(ts, update, "typescript", "Remove the old check.").text
