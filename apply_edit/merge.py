@@ -289,6 +289,29 @@ def _rare_identities(keys: list[str]) -> dict[tuple[str, ...], set[int]]:
     return {identity: lines for identity, lines in found.items() if len(lines) <= 2}
 
 
+def _dangling_edits(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list[tuple[int, int]]:
+    """Edits (snippet line, original line) that bring a new name and take away one the original line
+    introduces (its first line: where it is declared, in most languages; not a call or a member) that the
+    snippet never shows, while lines the alignment keeps still use it: not an edit of that declaration
+    but a new neighbour that looks like it (a new `PyDoc_STRVAR(x_doc, ...)`
+    over the old one, whose name the method table still uses). A rename changes the uses too."""
+    first: dict[str, int] = {}
+    for j, line in enumerate(orig):
+        for name in _LONG_NAME.findall(line):
+            first.setdefault(name, j)
+    kept = [orig[op[1]] for op in ops if op[0] == "keep"] + [orig[op[2]] for op in ops if op[0] == "match"]
+    used = {name for line in kept for name in _LONG_NAME.findall(line)}
+    shown = {name for line in snippet.lines for name in _LONG_NAME.findall(line)}
+    return [(op[1], op[2]) for op in ops if op[0] == "edit"
+            and any(name not in first for name in _DECLARED_NAME.findall(snippet.lines[op[1]]))
+            and any(first[name] == op[2] and name in used
+                    for name in set(_DECLARED_NAME.findall(orig[op[2]])) - shown)]
+
+
+_LONG_NAME = re.compile(r"[A-Za-z_]\w{5,}")
+_DECLARED_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w{5,}(?!\w|\s*\()")  # not a member, not a call
+
+
 def _ends_index(keys: list[str | None]) -> dict[str, list[int]]:
     """Positions of the keys by their first and by their last four characters: a line `_similar` to
     another (or equal to it) shares one of them, so only those need comparing."""
@@ -1086,6 +1109,10 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
     code = code_of(language)
     removed = _removed_lines(orig, names, in_original, language)
     ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed), snippet, orig, counts)
+    if dangling := _dangling_edits(ops, snippet, orig):
+        for i, j in dangling:
+            apart.setdefault(i, np.zeros(len(orig), dtype=bool))[j] = True
+        ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed), snippet, orig, counts)
 
     original_ends = _block_ends(orig, code)
     # Where the snippet's blocks close, by brackets and, where a marker hides closers, by indentation.
