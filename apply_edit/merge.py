@@ -691,14 +691,16 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
     return ops[::-1]
 
 
-def _kept_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter) -> dict[int, int]:
+def _kept_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter,
+                definition_starts: set[int]) -> dict[int, int]:
     """Runs of lines written as new right beside a marker that keeps the very same run of original lines
     (its twin; the nearest one): the snippet showed them as context, and deleting the original lines
     between them and the snippet's line before (after) them was costlier in the alignment's scores than a
     duplicate. New code that copies a line or two of old code is not a twin: the whole run must be, or
     the run's end next to the marker (its start, for a marker before it) from a line found once in the
     original: the new lines before it replace what lies between (`if (!(f = open(path)))` rewritten
-    above its unchanged error handling, with the code that computed the path gone).
+    above its unchanged error handling, with the code that computed the path gone), where no original
+    definition starts among those (a new method copying the last lines of an old one far below is new).
     Returns snippet line -> twin line, for an alignment where each must match its twin."""
     def written(op: tuple) -> bool:  # new lines, and blank lines between them
         return op[0] == "ins" or (op[0] == "match" and not snippet.lines[op[1]].strip())
@@ -729,15 +731,16 @@ def _kept_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Co
                     found.update(zip(lines, kept[start:start + len(keys)]))
                     break
             else:
-                found.update(_anchored_end(lines, keys, after, before, orig, counts))
+                found.update(_anchored_end(lines, keys, after, before, orig, counts, definition_starts))
         n = end
     return found
 
 
 def _anchored_end(lines: list[int], keys: list[str], after: list[int], before: list[int], orig: list[str],
-                  counts: Counter) -> dict[int, int]:
+                  counts: Counter, definition_starts: set[int]) -> dict[int, int]:
     """The longest end of a written run (next to a kept run `after` it) or start (next to one `before` it)
-    that starts (ends) with a line found once in the original and is a run of the kept lines."""
+    that starts (ends) with a line found once in the original and is a run of the kept lines, with no
+    definition starting among the kept lines it passes over."""
     def anchor(key: str) -> bool:
         return counts[key] == 1 and not _trivial(key) and not _names_nothing(key)
 
@@ -746,14 +749,14 @@ def _anchored_end(lines: list[int], keys: list[str], after: list[int], before: l
         tail = keys[k:]
         if anchor(tail[0]):
             at = next((t for t in range(len(after) - len(tail) + 1) if kept_after[t:t + len(tail)] == tail), None)
-            if at is not None:
+            if at is not None and not definition_starts & set(after[:at]):
                 return dict(zip(lines[k:], after[at:at + len(tail)]))
     kept_before = [orig[j].strip() for j in before]
     for k in range(len(keys) - 1, 0, -1):
         head = keys[:k]
         if anchor(head[-1]):
             at = next((t for t in range(len(before) - k, -1, -1) if kept_before[t:t + k] == head), None)
-            if at is not None:
+            if at is not None and not definition_starts & set(before[at + k:]):
                 return dict(zip(lines[:k], before[at:at + k]))
     return {}
 
@@ -1122,7 +1125,8 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
         return _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed, context),
                                    snippet, orig, counts)
 
-    ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig, counts),
+    definition_starts = {d.name_line for d in in_original or (definitions(original, language) if language else [])}
+    ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig, counts, definition_starts),
                            lambda o: _resumed_lines(o, snippet, orig, counts),
                            lambda o: _resuming_runs(o, snippet, orig),
                            lambda o: _rewritten_comment_ends(o, snippet, orig, _comment_line(language)),
