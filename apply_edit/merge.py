@@ -369,6 +369,23 @@ def _parse_snippet(update_lines: list[str], original_keys: set[str], language: s
     return _Snippet(lines, hunk_of, reach, number, markers)
 
 
+def _keep_between_whole_definitions(snippet: _Snippet, pairs, orig: list[str], comment) -> None:
+    """In a snippet without markers, two definitions shown whole one after the other (blank and comment
+    lines between)
+    replace two original ones that code separates: "these two functions, changed". That code is left
+    where it is, as if a marker stood between them (with markers elsewhere, a snippet that shows two
+    definitions side by side shows the code between them deleted)."""
+    if snippet.markers:
+        return
+    whole = sorted((a, b, start, end) for a, b, start, end, is_whole in pairs if is_whole)
+    for (a1, b1, _, e1), (a2, _, s2, _) in zip(whole, whole[1:]):
+        between = range(b1 + 1, a2)
+        if b1 < a2 and e1 + 1 < s2 and all(not (key := snippet.lines[i].strip()) or comment(key) for i in between) \
+                and any(line.strip() for line in orig[e1 + 1:s2]) \
+                and all(snippet.reach[g] is None for g in range(b1 + 1, a2 + 1)):
+            snippet.reach[b1 + 1] = min(_width(snippet.lines[a1]), _width(snippet.lines[a2]))
+
+
 def _whole_body(lines: list[str], n: int, last: int) -> bool:
     """Whether the `...` on line n, right after a Python header, is that body's only line (a stub: what
     follows is less indented) rather than a marker for the body's first lines (`def f():` `...` then more
@@ -1107,6 +1124,7 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
         in_snippet = snippet_definitions("".join(update_lines), language, top_level)
         in_original = definitions(original, language) if in_snippet or names else []
     pairs = _pairs(snippet, in_snippet, in_original)
+    _keep_between_whole_definitions(snippet, pairs, orig, _comment_line(language))
     apart = _apart(snippet, in_snippet, in_original, orig, counts)
     attached = _attached_lines(snippet, [line.strip() for line in orig], counts, language)
     code = code_of(language)

@@ -543,3 +543,12 @@ def test_what_the_instruction_removes_by_a_plain_name_the_file_defines_goes_with
     assert merge(ts, update, "typescript", ask).text == "export function createActor() {\n  return 2;\n}\n"
     # A plain word the file does not define is no code name: nothing goes for it.
     assert "interpret" in merge(ts, update, "typescript", "Remove the old check.").text
+
+
+def test_two_whole_functions_without_markers_leave_the_code_between_them():
+    c = ("int mtu(int s) {\n    return ioctl(s, 1);\n}\n\nstatic int helper(void) {\n    return 7;\n}\n\n"
+         "/* Whether it runs. */\nint running(int s) {\n    return ioctl(s, 2);\n}\n")
+    update = ("int mtu(int s) {\n    int r = ioctl(s, 1);\n    return r < 0 ? -1 : r;\n}\n\n"
+              "/* Whether it runs. */\nint running(int s) {\n    return ioctl(s, 2) > 0;\n}\n")
+    assert merge(c, update, "c").text == c.replace("    return ioctl(s, 1);\n", "    int r = ioctl(s, 1);\n"
+                                                   "    return r < 0 ? -1 : r;\n").replace("ioctl(s, 2);", "ioctl(s, 2) > 0;")
