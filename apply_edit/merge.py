@@ -7,8 +7,9 @@ original lines kept as they are. The merge is one alignment of the whole snippet
 - a snippet line equal to an original line matches it; a line unique in the original is worth much more
   than a common one (`return nil`, `}`), and writing such a line as new code (a duplicate) costs as much;
 - a line that looks like an edited version of an original line (shared start and end; or the same name
-  declared, typed field included, assigned or called, where the file has that on one or two lines)
-  replaces it; a line that names nothing (`break;`, `return nil`,
+  declared, typed field included, assigned or called, where the file has that on one or two lines;
+  or, for a new line that opens a body a marker keeps, the same first word and last bracket at its
+  depth) replaces it; a line that names nothing (`break;`, `return nil`,
   `} else {`) is a common line, even where the original has it once;
 - between two snippet lines with no marker between them, original lines are deleted (that is how a
   snippet shows a deletion); at a marker they are kept for free, but only as deep as the marker is
@@ -308,6 +309,7 @@ def _dangling_edits(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> lis
                     for name in set(_DECLARED_NAME.findall(orig[op[2]])) - shown)]
 
 
+_HEAD = re.compile(r"^\W*\w+")  # a line's first word with what precedes it: `<View`, `if`, `def`
 _LONG_NAME = re.compile(r"[A-Za-z_]\w{5,}")
 _DECLARED_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w{5,}(?!\w|\s*\()")  # not a member, not a call
 
@@ -528,6 +530,10 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
     o_key_id = np.array([ids.setdefault(k, len(ids)) for k in o_keys], dtype=np.int64)
     o_exact_id = np.array([ids.setdefault("\0" + k, len(ids)) for k in o_rstrip], dtype=np.int64)
     by_ends = _ends_index(o_keys)
+    by_head: dict[str, list[int]] = {}
+    for j, k in enumerate(o_keys):
+        if head := _HEAD.match(k):
+            by_head.setdefault(head[0], []).append(j)
     by_identity = _rare_identities(o_keys)
     delete = np.where(o_blank, DELETE_BLANK, DELETE)
     keep_removed = np.where(removed, NAMED_REMOVED, 0.0)
@@ -657,6 +663,11 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
                 gain[o_exact_id == exact] = weight
         if key and len(key) >= 4 and key not in counts:  # a line the original has is not an edit of another
             edits = {j for j in _sharing_ends(by_ends, key) if _similar(key, o_keys[j])}
+            if opening[i - 1] and (head := _HEAD.match(key)):
+                # A new opening line whose body a marker keeps edits an opener of that body's kind at its
+                # depth (`<View style={styles.actions}>` given a second style): the body exists.
+                edits |= {j for j in by_head.get(head[0], ()) if o_width[j] == _width(line)
+                          and o_keys[j][-1] == key[-1] and key[-1] in "{([>:"}
             for j in edits | by_identity.get(_identity(key), set()):
                 if gain[j] == _NEG:
                     gain[j], edited[j] = EDITED, True

@@ -552,3 +552,12 @@ def test_two_whole_functions_without_markers_leave_the_code_between_them():
               "/* Whether it runs. */\nint running(int s) {\n    return ioctl(s, 2) > 0;\n}\n")
     assert merge(c, update, "c").text == c.replace("    return ioctl(s, 1);\n", "    int r = ioctl(s, 1);\n"
                                                    "    return r < 0 ? -1 : r;\n").replace("ioctl(s, 2);", "ioctl(s, 2) > 0;")
+
+
+def test_a_new_opening_line_whose_body_a_marker_keeps_edits_the_opener_at_its_depth():
+    tsx = ("export const Banner = () => (\n  <View>\n    <View style={styles.content}>\n      <Text>hi</Text>\n"
+           "    </View>\n    <View style={styles.actions}>\n      <Button />\n      <Button />\n    </View>\n  </View>\n);\n")
+    update = ("export const Banner = () => (\n  <View>\n    {/* ... */}\n    </View>\n"
+              "    <View style={[styles.actions, stacked && styles.stacked]}>\n      {/* ... */}\n    </View>\n  </View>\n);\n")
+    assert merge(tsx, update, "tsx").text == tsx.replace("<View style={styles.actions}>",
+                                                         "<View style={[styles.actions, stacked && styles.stacked]}>")
