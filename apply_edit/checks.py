@@ -3,7 +3,8 @@
 Each is a property every correct apply has, whoever wrote the result (the model or the merge):
 - the snippet's code lines are all in it, in order (compared stripped; an edit shows its new lines),
   but for its deletion notes (`// removed foo()`, `instruction.deletion_notes`);
-- it has no lazy-marker line (`// ... existing code ...`) the original lacks;
+- it has no lazy-marker line (`// ... existing code ...`, or a bare `...` where the snippet uses one as
+  a marker) the original lacks, nor a deletion note of the snippet's written as code;
 - it parses (tree-sitter) where the original does;
 - it declares no name twice in one scope where the original does not (a field, a `const`, a Go
   function: a replaced line kept beside its replacement);
@@ -24,7 +25,7 @@ from collections import Counter
 
 from .definitions import definitions, duplicate_declarations, snippet_definitions
 from .instruction import code_text, deletion_notes, names_to_remove, uses
-from .merge import code_lines, is_marker, merge
+from .merge import code_lines, is_marker, marker_keys, merge
 from .regions import parser_for
 
 MAX_DROPPED = 0.2
@@ -75,15 +76,21 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     the merge candidate's text when the caller has it (it tells which original lines the snippet keeps)."""
     found = []
     notes = deletion_notes(original, update, language)
-    shown = "\n".join(line for n, line in enumerate(update.split("\n")) if n not in notes)
+    update_lines = update.split("\n")
+    shown = "\n".join(line for n, line in enumerate(update_lines) if n not in notes)
     snippet = [line for line in code_lines(shown) if not is_marker(line) and line not in ("...", "…")]
     have = code_lines(result)
     if (missing := _missing_in_order(snippet, have)) and snippet:
         found.append(f"{missing} of the snippet's {len(snippet)} lines are not in it (in order)")
     before = Counter(code_lines(original))
-    markers = sum(n for line, n in (Counter(have) - before).items() if is_marker(line))
+    # Marker comments, and the lines the snippet itself uses as markers (a bare `...`).
+    as_markers = marker_keys(original, update, language)
+    markers = sum(n for line, n in (Counter(have) - before).items() if is_marker(line) or line in as_markers)
     if markers:
         found.append(f"it writes {markers} marker line(s) (`... existing code ...`) the original does not have")
+    note_lines = Counter(have) & Counter(update_lines[n].strip() for n in notes)
+    if written_notes := sum((note_lines - before).values()):
+        found.append(f"it writes {written_notes} note(s) of what the snippet removes (`// removed ...`) as code")
     parser = parser_for(language)
     # Each text parsed once, for both checks that read its tree.
     old_tree, new_tree = (parser.parse(text.encode()).root_node if parser is not None and text.strip() else None

@@ -1117,17 +1117,35 @@ def _removed_lines(orig: list[str], names: set[str], in_original: list[Definitio
 _RANK = ["new", "ambiguous", "edited", "scope", "unique", "definition"]  # how firmly a hunk's place is settled
 
 
-def merge(original: str, update: str, language: str = "", instruction: str = "") -> MergeCandidate:
-    """The merge of `update` into `original`; `instruction` only says which names it removes."""
+def _newline(original: str) -> str:
+    return "\r\n" if original.count("\r\n") * 2 > original.count("\n") else "\n"
+
+
+def _read(original: str, update: str, language: str) -> tuple[list[str], list[str], Counter, _Snippet]:
+    """The original's lines, the snippet's (in the file's line endings and indentation), the original's
+    line counts, and the snippet parsed into code lines and markers."""
     orig = split_lines(original)
-    newline = "\r\n" if original.count("\r\n") * 2 > original.count("\n") else "\n"
     # Every snippet line ends like the original's lines, so none is glued to the next.
-    update_lines = _in_file_indentation([line.rstrip("\r\n") + newline for line in split_lines(update)], orig)
+    update_lines = _in_file_indentation([line.rstrip("\r\n") + _newline(original) for line in split_lines(update)],
+                                        orig)
     counts = Counter(line.strip() for line in orig)
     prose = lines_inside_strings(original, language, comments=True) if language else set()
     notes = deletion_notes(original, update, language)
     snippet = _parse_snippet(update_lines, set(counts), language,
                              {line.strip() for n, line in enumerate(orig) if n not in prose}, set(notes))
+    return orig, update_lines, counts, snippet
+
+
+def marker_keys(original: str, update: str, language: str = "") -> set[str]:
+    """The snippet's marker lines as the merge reads them, stripped (a bare `...` included where it is
+    a marker, not code)."""
+    _, update_lines, _, snippet = _read(original, update, language)
+    return {update_lines[n].strip() for n in snippet.markers}
+
+
+def merge(original: str, update: str, language: str = "", instruction: str = "") -> MergeCandidate:
+    """The merge of `update` into `original`; `instruction` only says which names it removes."""
+    orig, update_lines, counts, snippet = _read(original, update, language)
     names = names_to_remove(instruction, update, language, original)
     in_snippet, in_original = [], []
     if language and orig:
@@ -1220,7 +1238,7 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
                                   snippet.reach[v["start"]] is not None and snippet.reach[v["start"] + v["lines"]] is not None)
                     for _, v in sorted(hunk_info.items())]
     lines = [(line, origin) for line, origin, _ in _without_blank_insertions(out)]
-    return MergeCandidate(_join(lines, original, newline), [o for _, o in lines], len(orig), report)
+    return MergeCandidate(_join(lines, original, _newline(original)), [o for _, o in lines], len(orig), report)
 
 
 def _without_blank_insertions(out: list[tuple[str, int | None, int | None]]) -> list[tuple[str, int | None, int | None]]:

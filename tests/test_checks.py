@@ -115,3 +115,19 @@ def test_a_deletion_note_is_not_a_line_to_find_and_the_name_it_removes_must_be_g
         "it still has `oldApi`, which the instruction or a note in the snippet asks to remove"]
     # A comment about code the original does not have is an ordinary comment, written as it is.
     assert "// removed the cache" in merge(js, "// removed the cache\n" + update, "javascript").text
+
+
+def test_a_bare_ellipsis_the_snippet_uses_as_a_marker_is_a_marker_in_the_result_and_so_is_a_written_note():
+    py = "def parse(x):\n    return x\n\n\ndef dump(x):\n    return str(x)\n"
+    update = "...\ndef dump(x):\n    return repr(x)\n"
+    assert problems(py, update, py.replace("str(x)", "repr(x)"), "python") == []
+    assert problems(py, update, "...\n" + py.replace("str(x)", "repr(x)"), "python") == [
+        "it writes 1 marker line(s) (`... existing code ...`) the original does not have"]
+    # A stub body the snippet writes as code is no marker.
+    stub = "class P:\n    def f(self):\n        ...\n"
+    assert problems(stub, "class P:\n    def f(self):\n        ...\n\n    def g(self):\n        ...\n",
+                    "class P:\n    def f(self):\n        ...\n\n    def g(self):\n        ...\n", "python") == []
+    js = "function old() {\n  return 1;\n}\n\nfunction keep() {\n  return 2;\n}\n"
+    note = "// removed old()\n\nfunction keep() {\n  return 2;\n}\n"
+    assert "it writes 1 note(s) of what the snippet removes (`// removed ...`) as code" in problems(
+        js, note, "// removed old()\n\nfunction keep() {\n  return 2;\n}\n", "javascript")
