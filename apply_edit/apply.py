@@ -1,5 +1,5 @@
-"""Apply an edit: request → merge → prompt → decode (spec, plain or transformers' prompt lookup) → judged,
-streamed file text.
+"""Apply an edit: request → merge → prompt → decode (spec, plain, or transformers' prompt lookup as a
+baseline, `models/prompt_lookup.py`) → judged, streamed file text, on any `models.target.Target`.
 
 This is the one path that the CLI, the bench and the gRPC service use. `Applier.stream` returns an
 `ApplyRun`: iterate it for text pieces as they are verified; afterwards `.text` is the whole file,
@@ -11,23 +11,18 @@ else the model's output if that passes them, and raises `ApplyRefused` when none
 from __future__ import annotations
 
 import math
-import queue
 import threading
 import time
 from dataclasses import asdict, dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Iterator
-
-import torch
 
 from .decide import ApplyRefused, Judge, Outcome
 from .decoding import Decoding, DecodeStats
-from .draft_length import AdaptiveK, CostCurve, RegionAdaptiveK, cached_cost
+from .draft_length import AdaptiveK, CostCurve, RegionAdaptiveK
 from .drafting import DraftPlan, plan_drafting
 from .merge import MergeCandidate, merge
-from .models.registry import cache_root
-from .models.transformers_target import Interrupted, TransformersTarget
+from .models.target import Interrupted, Target
 from .prompting import DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop, build_prompt
 from .proposers import no_draft
 from .regions import language_for
@@ -47,7 +42,6 @@ ACCEPTANCE = ("exact", "typical")
 # same answers, but the model also reads a sound merge and says where it departs (a whole decode, for the
 # report only). model: the model's own output, unjudged (spec == plain greedy holds for it).
 PIPELINES = ("checked", "verify", "model")
-PROMPT_LOOKUP_TOKENS = 10  # transformers' own suggestion for prompt_lookup_num_tokens
 
 
 class ApplyError(ValueError):
@@ -277,23 +271,17 @@ def merge_answer(request: ApplyRequest, options: ApplyOptions) -> ApplyRun | Non
 
 
 class Applier:
-    """Holds a loaded target model; applies edits one at a time (the KV cache belongs to one request)."""
+    """Holds a target (`models.target.Target`) and its tokenizer; applies edits one at a time (the KV cache
+    belongs to one request). The tokenizer defaults to the target's own (`TransformersTarget.tokenizer`)."""
 
-    def __init__(self, target: TransformersTarget):
+    def __init__(self, target: Target, tokenizer=None):
         self.target = target
-        self.tokenizer = target.tokenizer
+        self.tokenizer = tokenizer if tokenizer is not None else target.tokenizer
         self._lock = threading.Lock()
-        self._cost: CostCurve | None = None
 
     def cost_curve(self) -> CostCurve:
-        """Verify-pass cost by draft length for this model and dtype (measured once, cached on disk)."""
-        if self._cost is None:
-            dtype = str(self.target.dtype).replace("torch.", "")
-            name = Path(self.target.name).name or "model"
-            with self._lock:
-                # The name changes when what a pass costs does (here: packed GQA attention, curves by context).
-                self._cost = cached_cost(self.target, cache_root() / "costs" / f"{name}-{dtype}-packed-ctx.json")
-        return self._cost
+        """Verify-pass cost by draft length on this target (`Target.cost_curve`)."""
+        return self.target.cost_curve()
 
     def _draft_length(self, options: ApplyOptions, plan: DraftPlan | None):
         if options.method == "plain" or options.k == 0:  # k 0: no drafts, whatever the method
@@ -343,7 +331,11 @@ class Applier:
         plan = None
         cancel = threading.Event()
         if options.method == "prompt-lookup":
-            blocks = self._prompt_lookup(prompt, max_new, fmt.close, stats)
+            if not hasattr(self.target, "model"):
+                raise ApplyError("prompt-lookup runs transformers' generate: it needs a transformers model")
+            from .models.prompt_lookup import prompt_lookup_blocks
+
+            blocks = prompt_lookup_blocks(self.target, self.tokenizer, prompt, max_new, fmt.close, stats, self._lock)
         else:
             if proposer is None and options.method == "plain":
                 proposer = no_draft
@@ -378,55 +370,3 @@ class Applier:
             finally:
                 self.target.interrupt = lambda: False
                 self.target.reset()
-
-    def _prompt_lookup(self, prompt, max_new, close, stats: ApplyStats):
-        """transformers' own generate(prompt_lookup_num_tokens=10): the peer baseline, streamed."""
-        model, pieces = self.target.model, queue.Queue()
-        passes = [0]
-        hook = model.register_forward_pre_hook(lambda *_: passes.__setitem__(0, passes[0] + 1))
-        streamer = _QueueStreamer(pieces)
-        t0 = time.perf_counter()
-
-        def generate():
-            try:
-                with torch.inference_mode():
-                    model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                                   max_new_tokens=max_new, do_sample=False, prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
-                                   eos_token_id=sorted(self.target.eos_ids()), pad_token_id=self.tokenizer.eos_token_id,
-                                   stop_strings=["\n" + close], tokenizer=self.tokenizer, streamer=streamer)
-                pieces.put(None)
-            except BaseException as exc:  # surfaced in the consuming thread
-                pieces.put(exc)
-
-        with self._lock:
-            worker = threading.Thread(target=generate, daemon=True)
-            worker.start()
-            try:
-                while (item := pieces.get()) is not None:
-                    if isinstance(item, BaseException):
-                        raise item
-                    if not stats.prefill_s:
-                        stats.prefill_s = time.perf_counter() - t0
-                    stats.new_tokens += len(item)
-                    stats.target_passes = passes[0]
-                    yield item
-            finally:
-                worker.join()
-                hook.remove()
-                stats.target_passes = passes[0]
-
-
-class _QueueStreamer:
-    """A transformers streamer that hands each chunk of new token ids to a queue (the prompt is skipped)."""
-
-    def __init__(self, out: queue.Queue):
-        self.out, self.prompt_seen = out, False
-
-    def put(self, value) -> None:
-        if not self.prompt_seen:
-            self.prompt_seen = True
-            return
-        self.out.put(value.reshape(-1).tolist())
-
-    def end(self) -> None:
-        pass

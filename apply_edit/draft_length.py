@@ -18,12 +18,8 @@ tokens of context and ~7x at 10,000).
 
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
-from .files import write_atomic
 from .proposers import Draft
 
 # No 0: a policy that stops drafting never learns that drafting pays again.
@@ -165,39 +161,3 @@ MIN_CAP, CAP_PER_MATCH = 16, 4  # a draft copied after an m-token match is at mo
 # tokens, 99.7-99.9% after 16-255, 99.9%+ beyond; 64 keeps the estimate below that at every length
 # (0.985 after one token, 0.995 after 135), where the plain rule of succession (a prior of 1) said 0.67.
 RUN_PRIOR = 64
-
-
-COST_CONTEXTS = (1000, 6000)  # two points give the slope; attention is linear in context beyond
-
-
-def measure_cost(target, contexts=COST_CONTEXTS, ks=(0, 1, 4, 16, 32, 64), repeats: int = 3) -> CostCurve:
-    """Time verify passes over k drafted tokens after each context length (median of repeats); contexts the
-    model cannot hold are skipped."""
-    limit = target.context_limit() or float("inf")
-    points = {}
-    for context in [c for c in contexts if c + max(ks) + 1 < limit] or [min(contexts)]:
-        prefix = [(i * 7919) % 1000 + 100 for i in range(context)]
-        target.reset()
-        target.logits(prefix, [])  # prefill once; each timed pass then reuses the cache
-        points[context] = {}
-        for k in ks:
-            block = [(i * 31) % 1000 + 100 for i in range(k)]
-            times = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                target.logits(prefix + [5], block)
-                times.append(time.perf_counter() - t0)
-            points[context][k] = sorted(times)[len(times) // 2]
-    target.reset()
-    return CostCurve(points)
-
-
-def cached_cost(target, cache_file: Path) -> CostCurve:
-    """The cost curve for this model and dtype, measured once and kept in `cache_file`."""
-    if cache_file.exists():
-        raw = json.loads(cache_file.read_text())
-        return CostCurve({int(c): {int(k): v for k, v in by_k.items()} for c, by_k in raw.items()})
-    curve = measure_cost(target)
-    cache_file.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(cache_file, json.dumps(curve.points, indent=1))
-    return curve

@@ -3,8 +3,8 @@ import random
 import pytest
 
 from apply_edit.decoding import Decoding, greedy_decode
-from apply_edit.draft_length import (MIN_CAP, AdaptiveK, CostCurve, RegionAdaptiveK, best_k, expected_tokens,
-                                     measure_cost)
+from apply_edit.draft_length import MIN_CAP, AdaptiveK, CostCurve, RegionAdaptiveK, best_k, expected_tokens
+from apply_edit.models.cost import measure_cost
 from apply_edit.proposers import Draft, SuffixArrayProposer
 from conftest import oracle, random_model
 

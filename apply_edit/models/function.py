@@ -6,16 +6,34 @@ from typing import Callable, Sequence
 
 import torch
 
+from ..draft_length import CostCurve
+
 
 class FunctionModel:
     """Wraps ``fn(seq) -> next-token distribution`` (a list of probabilities over the vocabulary).
 
-    Every method is one "forward pass" and counts in ``.calls``, so tests can compare pass counts.
+    Every method is one "forward pass" and counts in ``.calls``, so tests can compare pass counts. It is
+    a `target.Target` too (`eos`: the ids that end its answer; every pass costs the same), so the whole
+    request path runs on it without a model.
     """
 
-    def __init__(self, fn: Callable[[list[int]], Sequence[float]]):
+    def __init__(self, fn: Callable[[list[int]], Sequence[float]], eos: Sequence[int] = ()):
         self.fn = fn
         self.calls = 0
+        self.eos = set(eos)
+        self.interrupt: Callable[[], bool] = lambda: False
+
+    def reset(self) -> None:
+        pass  # no cache
+
+    def context_limit(self) -> int | None:
+        return None
+
+    def eos_ids(self) -> set[int]:
+        return self.eos
+
+    def cost_curve(self) -> CostCurve:
+        return CostCurve({0: {0: 1.0}})
 
     def next_dist(self, seq: Sequence[int]) -> list[float]:
         self.calls += 1

@@ -1,14 +1,19 @@
-"""A transformers causal LM as the engine's target: one forward pass per verify, KV cache kept and rolled back."""
+"""A transformers causal LM as the engine's target (`target.Target`): one forward pass per verify, KV cache kept
+and rolled back."""
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Callable, Sequence
 
 import torch
 
-from .registry import DEFAULT_MODEL, resolve
+from ..draft_length import CostCurve
+from .cost import cached_cost
+from .registry import DEFAULT_MODEL, cache_root, resolve
+from .target import Interrupted
 
 # Measured on the 2-core CPU here (Qwen2.5-Coder-0.5B): bf16 prefills 2.5x faster than fp32 and verifies
 # blocks far cheaper (AMX). Without AMX/avx512_bf16 fp32 wins.
@@ -34,10 +39,6 @@ def parse_dtype(name: str | None) -> torch.dtype:
 PREFILL_CHUNK = 512
 
 
-class Interrupted(Exception):
-    """`interrupt()` said stop while a long prompt was being read; the cache holds what was read so far."""
-
-
 class TransformersTarget:
     """Scores blocks with a Hugging Face causal LM, reusing its KV cache across calls.
 
@@ -57,6 +58,8 @@ class TransformersTarget:
         self._cache = None
         self.cached: list[int] = []
         self.interrupt: Callable[[], bool] = lambda: False  # set per request by whoever can cancel it
+        self._cost: CostCurve | None = None
+        self._cost_lock = threading.Lock()
 
     @classmethod
     def load(cls, name_or_path: str = DEFAULT_MODEL, dtype: str | torch.dtype | None = None, log=print,
@@ -88,6 +91,16 @@ class TransformersTarget:
         if self.tokenizer.eos_token_id is not None:
             ids.add(self.tokenizer.eos_token_id)
         return ids
+
+    def cost_curve(self) -> CostCurve:
+        """Verify-pass cost by draft length for this model and dtype (measured once, cached on disk)."""
+        with self._cost_lock:
+            if self._cost is None:
+                dtype = str(self.dtype).replace("torch.", "")
+                name = Path(self.name).name or "model"
+                # The name changes when what a pass costs does (here: packed GQA attention, curves by context).
+                self._cost = cached_cost(self, cache_root() / "costs" / f"{name}-{dtype}-packed-ctx.json")
+            return self._cost
 
     def reset(self) -> None:
         """Drop the KV cache (end of a request)."""

@@ -1,0 +1,37 @@
+"""What the request path needs of a target model: the protocol `Applier` and the engine run on.
+
+`TransformersTarget` (a Hugging Face causal LM) is the real one; `FunctionModel` (a Python function over
+the vocabulary) implements it for fast tests of the whole path without a model.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, Sequence
+
+import torch
+
+from ..draft_length import CostCurve
+
+
+class Interrupted(Exception):
+    """`interrupt()` said stop while a long prompt was being read; the cache holds what was read so far."""
+
+
+class Target(Protocol):
+    interrupt: Callable[[], bool]  # asked between chunks of a long prompt; set per request by whoever can cancel it
+
+    def logits(self, prefix: Sequence[int], block: Sequence[int]) -> torch.Tensor:
+        """ONE pass: a row of logits (or log-probabilities) after prefix, prefix+block[:1], ..., prefix+block.
+        May raise `Interrupted`."""
+
+    def reset(self) -> None:
+        """Forget the request (its KV cache)."""
+
+    def context_limit(self) -> int | None:
+        """The most tokens (prompt and output) it takes; None when unbounded or unknown."""
+
+    def eos_ids(self) -> set[int]:
+        """The token ids that end its answer."""
+
+    def cost_curve(self) -> CostCurve:
+        """Seconds per verify pass by context and drafted tokens (what the adaptive draft length weighs)."""

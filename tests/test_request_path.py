@@ -1,0 +1,84 @@
+"""The whole request path without a model: prompt → drafting plan → engine → detokenizer → extractor →
+judge, on a function target (`FunctionModel`) and a byte tokenizer. The target answers a chosen text
+after the prompt's pre-filled `<updated-code>` line, as a model that knows the answer would; what is under
+test is everything around it (the real model's path is in test_real_model.py)."""
+
+import pytest
+
+from apply_edit.apply import Applier, ApplyOptions
+from apply_edit.cases import load_case
+from apply_edit.decide import ApplyRefused
+from apply_edit.models import FunctionModel
+from conftest import FIXTURES
+
+EOS = 256
+OPEN, CLOSE = b"<updated-code>\n", b"</updated-code>"
+
+
+class ByteTokenizer:
+    """One token per UTF-8 byte, and an end-of-turn token; no chat template (plain prompt text)."""
+
+    eos_token_id = EOS
+    chat_template = None
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return list(text.encode())
+
+    def __call__(self, text: str, add_special_tokens: bool = False, return_offsets_mapping: bool = False) -> dict:
+        """transformers' call: ids, and each token's span of characters."""
+        spans = [(i, i + 1) for i, ch in enumerate(text) for _ in ch.encode()]
+        return {"input_ids": self.encode(text), "offset_mapping": spans}
+
+    def decode(self, ids, skip_special_tokens: bool = False, clean_up_tokenization_spaces: bool = False) -> str:
+        return bytes(i for i in ids if i < EOS).decode("utf-8", "replace")
+
+
+def answering(text: str) -> FunctionModel:
+    """A target whose greedy answer after the prompt is `text`, the closing tag on a line of its own and
+    end of turn."""
+    answer = list(text.encode() + (b"" if text.endswith("\n") else b"\n") + CLOSE) + [EOS]
+
+    def next_token(seq: list[int]) -> list[float]:
+        data = bytes(t for t in seq if t < EOS)
+        written = len(data) - (data.rfind(OPEN) + len(OPEN))
+        dist = [0.1 / EOS] * (EOS + 1)
+        dist[answer[written] if written < len(answer) else EOS] = 0.9
+        return dist
+
+    return FunctionModel(next_token, eos=[EOS])
+
+
+def applier(text: str) -> Applier:
+    return Applier(answering(text), ByteTokenizer())
+
+
+def test_the_models_answer_streams_through_and_copy_drafting_saves_passes():
+    case = load_case(FIXTURES / "py_add_method")
+    run = applier(case.expected).stream(case.request(), ApplyOptions(pipeline="model"))
+    pieces = list(run)
+    assert "".join(pieces) == run.text == case.expected
+    assert len(pieces) > 1  # streamed as verified, not at the end
+    assert run.stats.target_passes * 5 <= run.stats.new_tokens  # the merge is the answer: copied in blocks
+    plain = applier(case.expected).stream(case.request(), ApplyOptions(method="plain", pipeline="model"))
+    assert plain.result() == case.expected and plain.tokens == run.tokens
+    assert plain.stats.target_passes == len(plain.tokens)
+
+
+def test_the_judged_pipelines_on_a_function_target():
+    case = load_case(FIXTURES / "py_add_method")
+    verified = applier(case.expected).stream(case.request(), ApplyOptions(pipeline="verify"))
+    assert verified.result() == case.expected and verified.outcome.path == "model+merge"
+    # The merge is sound, so the default answers without running the target at all.
+    default = applier(case.expected).stream(case.request())
+    assert default.result() == case.expected and default.outcome.path == "merge"
+    assert default.stats.target_passes == 0
+
+
+def test_a_model_answer_that_fails_the_checks_is_refused_where_the_merge_is_unsound():
+    case = load_case(FIXTURES / "py_instruction_only")  # an instruction, no snippet: nothing to merge
+    room = ApplyOptions(max_new_tokens=4096)  # a byte a token: the default room is sized for real tokenizers
+    written = applier(case.expected).stream(case.request(), room)
+    assert written.result() == case.expected and written.outcome.path == "model"
+    unchanged = applier(case.original).stream(case.request(), room)
+    with pytest.raises(ApplyRefused, match="the original unchanged"):
+        unchanged.result()
