@@ -72,8 +72,8 @@ def deletion_notes(original: str, update: str, language: str) -> dict[int, set[s
 
 def names_to_remove(instruction: str, update: str, language: str, original: str = "") -> set[str]:
     """The code names the instruction, or a deletion note in the snippet (given the original), asks to
-    remove (a plain word only where the original defines it) that the snippet's code does not use (a snippet comment that names them, `// x was removed;
-    use y`, does not keep them)."""
+    remove (a plain word only where the original defines it) that the snippet's code does not use (a
+    snippet comment that names them, `// x was removed; use y`, does not keep them)."""
     named = {m[1] for m in _WAS_REMOVED.finditer(instruction)}
     for m in _REMOVE_VERB.finditer(instruction):
         named.add(m[1])
@@ -83,12 +83,17 @@ def names_to_remove(instruction: str, update: str, language: str, original: str 
             at = item.end()
     named = {name.rstrip(".:") for name in named}
     # A plain word ("remove the deprecated interpret alias") is a code name where the file defines it.
-    defined = {d.name for d in definitions(original, language)} if original and language else set()
-    named = {name for name in named if _CODE_NAME.search(name) or name in defined
-             or original and re.search(_DECLARING + re.escape(name) + r"\b", code_text(original, language))}
+    plain = {name for name in named if not _CODE_NAME.search(name)}
+    if plain and original:
+        defined = {d.name for d in definitions(original, language)} if language else set()
+        original_code = code_text(original, language)
+        named -= {name for name in plain
+                  if name not in defined and not re.search(_DECLARING + re.escape(name) + r"\b", original_code)}
+    else:
+        named -= plain
     if named:
-        code = code_text(update, language)
-        named = {name for name in named if not uses(code, name)}
+        snippet_code = code_text(update, language)
+        named = {name for name in named if not uses(snippet_code, name)}
     if original:
         named |= {name for names in deletion_notes(original, update, language).values() for name in names}
     return named

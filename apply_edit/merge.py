@@ -294,8 +294,8 @@ def _dangling_edits(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> lis
     """Edits (snippet line, original line) that bring a new name and take away one the original line
     introduces (its first line: where it is declared, in most languages; not a call or a member) that the
     snippet never shows, while lines the alignment keeps still use it: not an edit of that declaration
-    but a new neighbour that looks like it (a new `PyDoc_STRVAR(x_doc, ...)`
-    over the old one, whose name the method table still uses). A rename changes the uses too."""
+    but a new neighbour that looks like it (a new `PyDoc_STRVAR(x_doc, ...)` over the old one, whose name
+    the method table still uses). A rename changes the uses too."""
     first: dict[str, int] = {}
     for j, line in enumerate(orig):
         for name in _LONG_NAME.findall(line):
@@ -373,10 +373,9 @@ def _parse_snippet(update_lines: list[str], original_keys: set[str], language: s
 
 def _keep_between_whole_definitions(snippet: _Snippet, pairs, orig: list[str], comment) -> None:
     """In a snippet without markers, two definitions shown whole one after the other (blank and comment
-    lines between)
-    replace two original ones that code separates: "these two functions, changed". That code is left
-    where it is, as if a marker stood between them (with markers elsewhere, a snippet that shows two
-    definitions side by side shows the code between them deleted)."""
+    lines between) replace two original ones that code separates: "these two functions, changed". That
+    code is left where it is, as if a marker stood between them (with markers elsewhere, a snippet that
+    shows two definitions side by side shows the code between them deleted)."""
     if snippet.markers:
         return
     whole = sorted((a, b, start, end) for a, b, start, end, is_whole in pairs if is_whole)

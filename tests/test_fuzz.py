@@ -844,7 +844,11 @@ def test_request_handling_fuzz(fuzz_examples, fuzz_server, monkeypatch):
                 return
             if code == "OK":
                 assert msg is not None and size <= GRPC_LIMIT
-                assert not violations(msg), f"served a request it must refuse: {violations(msg)}"
+                # The context limit is the model's: a sound merge answers without the model, whatever
+                # max_new_tokens asks for.
+                by_merge = result and result[-1].stats.path == "merge" and result[-1].stats.target_passes == 0
+                must_refuse = [v for v in violations(msg) if not (by_merge and v == "too long")]
+                assert not must_refuse, f"served a request it must refuse: {must_refuse}"
                 check_complete_stream(msg, result)
                 return
             assert code in ALLOWED_ERRORS, f"{code}: {result}"
