@@ -24,6 +24,8 @@ _DEFINITIONS = {
     "method", "singleton_method", "class", "module",  # ruby
     "struct_specifier",  # c
 }
+# What a C/C++ declarator names: `f`, a member `f`, `operator=`, `~T`, `T::f` defined outside its class.
+_DECLARATOR_NAMES = {"identifier", "field_identifier", "operator_name", "destructor_name", "qualified_identifier"}
 _WRAPPERS = {"decorated_definition", "export_statement"}  # a definition's range includes these
 # `const f = (a) => {...}`, `let C = class {...}`: in JavaScript and TypeScript as common as declarations.
 _BOUND = {"lexical_declaration", "variable_declaration"}
@@ -66,8 +68,11 @@ def _name(node) -> str | None:
         return _name(spec) if spec else None
     if node.type == "function_definition" and node.child_by_field_name("name") is None:  # c, cpp
         declarator = node.child_by_field_name("declarator")
-        while declarator is not None and declarator.type not in ("identifier", "field_identifier"):
-            declarator = declarator.child_by_field_name("declarator")
+        while declarator is not None and declarator.type not in _DECLARATOR_NAMES:
+            # `T& f()`: a reference declarator holds the function's without naming the field
+            declarator = declarator.child_by_field_name("declarator") or next(
+                (c for c in declarator.named_children if c.type.endswith("declarator") or c.type in _DECLARATOR_NAMES),
+                None)
         return _text(declarator) if declarator is not None else None
     name = node.child_by_field_name("name")
     if name is None:

@@ -561,3 +561,10 @@ def test_a_new_opening_line_whose_body_a_marker_keeps_edits_the_opener_at_its_de
               "    <View style={[styles.actions, stacked && styles.stacked]}>\n      {/* ... */}\n    </View>\n  </View>\n);\n")
     assert merge(tsx, update, "tsx").text == tsx.replace("<View style={styles.actions}>",
                                                          "<View style={[styles.actions, stacked && styles.stacked]}>")
+
+
+def test_cpp_definitions_are_named_through_reference_declarators_operators_and_scopes():
+    cpp = ("struct P {\n  P& operator=(const P& rhs)\n  {\n    return *this;\n  }\n  ~P() {}\n};\n"
+           "int P::size() const\n{\n  return 1;\n}\n")
+    names = {d.name for d in definitions(cpp, "cpp")}
+    assert {"operator=", "~P", "P::size"} <= names
