@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .definitions import definitions, duplicate_declarations, snippet_definitions
-from .instruction import code_text, deletion_notes, names_to_remove, uses
+from .instruction import code_text, deletion_notes, names_to_remove, uses, without_comment_lines
 from .merge import code_lines, is_marker, marker_keys, merge
 from .regions import parser_for
 
@@ -64,10 +64,14 @@ def _changed_whole_definitions(update: str, result: str, language: str) -> list[
 
 
 def _kept_despite_instruction(instruction: str, original: str, update: str, result: str, language: str) -> list[str]:
-    """Code names the instruction asks to remove that the result's code still uses, where the snippet's
-    code does not (`instruction.py`)."""
+    """Code names the instruction or a deletion note asks to remove that the result's code still uses,
+    where the snippet's code does not (`instruction.py`)."""
     code = code_text(result, language)
-    return sorted(name for name in names_to_remove(instruction, update, language, original) if uses(code, name))
+    kept = {name for name in names_to_remove(instruction, update, language, original) if uses(code, name)}
+    # A note's names may be strings too (`AsyncFunction("getPermissionsAsync")`), as the note read them.
+    noted = {name for names in deletion_notes(original, update, language).values() for name in names}
+    with_strings = without_comment_lines(result, language) if noted else ""
+    return sorted(kept | {name for name in noted if uses(with_strings, name)})
 
 
 def problems(original: str, update: str, result: str, language: str, kept_by_merge: str | None = None,

@@ -174,6 +174,7 @@ _SINGLE = {
     "typescript": {"lexical_declaration", "method_definition"},
     "tsx": {"lexical_declaration", "method_definition"},
     "python": {"function_definition", "class_definition"},
+    "rust": {"field_initializer", "shorthand_field_initializer"},  # `S { x, x: y }` names x twice
 }
 
 
@@ -182,6 +183,11 @@ def _declared(node) -> list[str]:
     if node.type in ("lexical_declaration", "field_declaration"):
         names = [c.child_by_field_name("name") for c in node.named_children if c.type == "variable_declarator"]
         return [_text(n) for n in names if n is not None and n.type == "identifier"]
+    if node.type == "field_initializer":
+        field = node.child_by_field_name("field")
+        return [_text(field)] if field is not None else []
+    if node.type == "shorthand_field_initializer":
+        return [_text(c) for c in node.named_children if c.type == "identifier"]
     if node.type == "method_definition":
         kind = "".join(c.type + " " for c in node.children if c.type in ("get", "set", "static"))
         name = node.child_by_field_name("name")

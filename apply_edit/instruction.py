@@ -47,21 +47,26 @@ def _comment_body(line: str, language: str) -> str | None:
     return None
 
 
+def without_comment_lines(text: str, language: str) -> str:
+    """The text but its comment-only lines: code with its strings (`AsyncFunction("name")` names code too)."""
+    return "\n".join(line for line in text.split("\n") if _comment_body(line, language) is None)
+
+
 def deletion_notes(original: str, update: str, language: str) -> dict[int, set[str]]:
     """Per snippet line that is a deletion note (`// removed deprecated foo() and bar()`): the code names
     it says are gone. Such a line tells the applier what the snippet leaves out; it is not a line of the
-    file. A note names code the original uses and the snippet's code does not (a comment about code that
-    is not there, or still is, is an ordinary comment)."""
+    file. A note names code the original has and the snippet does not, outside comments (strings count:
+    `AsyncFunction("getPermissionsAsync")` defines that name); a comment about code that is not there, or
+    still is, is an ordinary comment."""
     notes: dict[int, set[str]] = {}
     lines = update.split("\n")
-    original_code = code_text(original, language)
-    snippet_code = None
+    original_code = snippet_code = None
     for n, line in enumerate(lines):
         body = _comment_body(line, language)
         if not body or not _NOTE.search(body):
             continue
-        if snippet_code is None:
-            snippet_code = code_text(update, language)
+        if original_code is None:
+            original_code, snippet_code = (without_comment_lines(text, language) for text in (original, update))
         names = {m[0] for m in _NAME.finditer(body)
                  if (_CODE_NAME.search(m[0]) or body[m.end():m.end() + 2] == "()")
                  and uses(original_code, m[0]) and not uses(snippet_code, m[0])}

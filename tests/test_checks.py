@@ -131,3 +131,18 @@ def test_a_bare_ellipsis_the_snippet_uses_as_a_marker_is_a_marker_in_the_result_
     note = "// removed old()\n\nfunction keep() {\n  return 2;\n}\n"
     assert "it writes 1 note(s) of what the snippet removes (`// removed ...`) as code" in problems(
         js, note, "// removed old()\n\nfunction keep() {\n  return 2;\n}\n", "javascript")
+
+
+def test_a_rust_struct_literal_naming_a_field_twice_and_a_noted_name_kept_in_a_string_are_refused():
+    rs = "fn h(file: F, is_std: bool) -> H {\n    H {\n        file,\n        is_std: is_std,\n    }\n}\n"
+    update = "fn h(file: F, is_std: bool) -> H {\n    H {\n        file,\n        is_std,\n    }\n}\n"
+    assert problems(rs, update, update, "rust") == []
+    kept = "fn h(file: F, is_std: bool) -> H {\n    H {\n        file,\n        is_std,\n        is_std: is_std,\n    }\n}\n"
+    assert "it declares `is_std` twice in one scope (the original does not)" in problems(rs, update, kept, "rust")
+    kt = ('class M {\n  fun definition() = Module {\n    AsyncFunction("getPermissionsAsync") { old() }\n\n'
+          '    AsyncFunction("getForegroundAsync") { fg() }\n  }\n}\n')
+    note = ('class M {\n  fun definition() = Module {\n    // removed deprecated getPermissionsAsync\n\n'
+            '    AsyncFunction("getForegroundAsync") { fg() }\n  }\n}\n')
+    assert problems(kt, note, kt.replace('    AsyncFunction("getPermissionsAsync") { old() }\n\n', ""), "kotlin") == []
+    assert problems(kt, note, kt, "kotlin") == [
+        "it still has `getPermissionsAsync`, which the instruction or a note in the snippet asks to remove"]
