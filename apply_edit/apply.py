@@ -280,8 +280,10 @@ class Applier:
         self._lock = threading.Lock()
 
     def cost_curve(self) -> CostCurve:
-        """Verify-pass cost by draft length on this target (`Target.cost_curve`)."""
-        return self.target.cost_curve()
+        """Verify-pass cost by draft length on this target (`Target.cost_curve`). Under the model's lock:
+        measuring runs passes on the target, which must not meet another request's decoding."""
+        with self._lock:
+            return self.target.cost_curve()
 
     def _draft_length(self, options: ApplyOptions, plan: DraftPlan | None):
         if options.method == "plain" or options.k == 0:  # k 0: no drafts, whatever the method
