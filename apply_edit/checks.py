@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .definitions import definitions, duplicate_declarations, snippet_definitions
-from .instruction import code_text, deletion_notes, names_to_remove, uses, without_comment_lines
+from .instruction import code_text, deletion_notes, names_to_remove, noted_names, uses, without_comment_lines
 from .merge import code_lines, is_marker, marker_keys, merge
 from .regions import parser_for
 
@@ -63,13 +63,14 @@ def _changed_whole_definitions(update: str, result: str, language: str) -> list[
                    and code_lines("\n".join(out[d.name_line:d.end_line + 1])) != wanted[d.kind, d.name]})
 
 
-def _kept_despite_instruction(instruction: str, original: str, update: str, result: str, language: str) -> list[str]:
-    """Code names the instruction or a deletion note asks to remove that the result's code still uses,
-    where the snippet's code does not (`instruction.py`)."""
+def _kept_despite_instruction(instruction: str, original: str, update: str, result: str, language: str,
+                              notes: dict[int, set[str]]) -> list[str]:
+    """Code names the instruction or a deletion note (`notes`) asks to remove that the result's code
+    still uses, where the snippet's code does not (`instruction.py`)."""
     code = code_text(result, language)
-    kept = {name for name in names_to_remove(instruction, update, language, original) if uses(code, name)}
+    noted = noted_names(notes)
+    kept = {name for name in names_to_remove(instruction, update, language, original) | noted if uses(code, name)}
     # A note's names may be strings too (`AsyncFunction("getPermissionsAsync")`), as the note read them.
-    noted = {name for names in deletion_notes(original, update, language).values() for name in names}
     with_strings = without_comment_lines(result, language) if noted else ""
     return sorted(kept | {name for name in noted if uses(with_strings, name)})
 
@@ -107,7 +108,7 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
         found.append(f"it declares {', '.join(f'`{n}`' for n in twice)} twice in one scope (the original does not)")
     if changed := _changed_whole_definitions(update, result, language):
         found.append(f"it has {', '.join(f'`{n}`' for n in changed)} with other lines than the snippet shows whole")
-    if kept := _kept_despite_instruction(instruction, original, update, result, language):
+    if kept := _kept_despite_instruction(instruction, original, update, result, language, notes):
         found.append(f"it still has {', '.join(f'`{n}`' for n in kept)}, which the instruction or a note in the snippet asks to remove")
     if result == original and any(line not in before for line in snippet):
         found.append("it is the original unchanged, but the snippet shows lines the original does not have")

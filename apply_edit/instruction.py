@@ -76,9 +76,9 @@ def deletion_notes(original: str, update: str, language: str) -> dict[int, set[s
 
 
 def names_to_remove(instruction: str, update: str, language: str, original: str = "") -> set[str]:
-    """The code names the instruction, or a deletion note in the snippet (given the original), asks to
-    remove (a plain word only where the original defines it) that the snippet's code does not use (a
-    snippet comment that names them, `// x was removed; use y`, does not keep them)."""
+    """The code names the instruction asks to remove (a plain word only where the original, given,
+    defines it) that the snippet's code does not use (a snippet comment that names them, `// x was
+    removed; use y`, does not keep them). What a deletion note removes is `noted_names`."""
     named = {m[1] for m in _WAS_REMOVED.finditer(instruction)}
     for m in _REMOVE_VERB.finditer(instruction):
         named.add(m[1])
@@ -99,9 +99,12 @@ def names_to_remove(instruction: str, update: str, language: str, original: str 
     if named:
         snippet_code = code_text(update, language)
         named = {name for name in named if not uses(snippet_code, name)}
-    if original:
-        named |= {name for names in deletion_notes(original, update, language).values() for name in names}
     return named
+
+
+def noted_names(notes: dict[int, set[str]]) -> set[str]:
+    """Every name the deletion notes (`deletion_notes`) say are gone."""
+    return {name for names in notes.values() for name in names}
 
 
 def code_text(text: str, language: str) -> str:

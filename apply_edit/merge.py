@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .definitions import Definition, definitions, lines_inside_strings, snippet_definitions
-from .instruction import deletion_notes, names_to_remove, uses
+from .instruction import deletion_notes, names_to_remove, noted_names, uses
 from .languages import code_of, spec_of
 
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|<!--|--|\{/\*|;)\s*(?P<body>.*?)\s*(?:\*/\}|\*/|-->)?\s*$")
@@ -1120,32 +1120,33 @@ def _newline(original: str) -> str:
     return "\r\n" if original.count("\r\n") * 2 > original.count("\n") else "\n"
 
 
-def _read(original: str, update: str, language: str) -> tuple[list[str], list[str], Counter, _Snippet]:
+def _read(original: str, update: str, language: str) -> tuple[list[str], list[str], Counter, _Snippet,
+                                                                dict[int, set[str]]]:
     """The original's lines, the snippet's (in the file's line endings and indentation), the original's
-    line counts, and the snippet parsed into code lines and markers."""
+    line counts, the snippet parsed into code lines and markers, and its deletion notes."""
     orig = split_lines(original)
+    newline = _newline(original)
     # Every snippet line ends like the original's lines, so none is glued to the next.
-    update_lines = _in_file_indentation([line.rstrip("\r\n") + _newline(original) for line in split_lines(update)],
-                                        orig)
+    update_lines = _in_file_indentation([line.rstrip("\r\n") + newline for line in split_lines(update)], orig)
     counts = Counter(line.strip() for line in orig)
     prose = lines_inside_strings(original, language, comments=True) if language else set()
     notes = deletion_notes(original, update, language)
     snippet = _parse_snippet(update_lines, set(counts), language,
                              {line.strip() for n, line in enumerate(orig) if n not in prose}, set(notes))
-    return orig, update_lines, counts, snippet
+    return orig, update_lines, counts, snippet, notes
 
 
 def marker_keys(original: str, update: str, language: str = "") -> set[str]:
     """The snippet's marker lines as the merge reads them, stripped (a bare `...` included where it is
     a marker, not code)."""
-    _, update_lines, _, snippet = _read(original, update, language)
+    _, update_lines, _, snippet, _ = _read(original, update, language)
     return {update_lines[n].strip() for n in snippet.markers}
 
 
 def merge(original: str, update: str, language: str = "", instruction: str = "") -> MergeCandidate:
     """The merge of `update` into `original`; `instruction` only says which names it removes."""
-    orig, update_lines, counts, snippet = _read(original, update, language)
-    names = names_to_remove(instruction, update, language, original)
+    orig, update_lines, counts, snippet, notes = _read(original, update, language)
+    names = names_to_remove(instruction, update, language, original) | noted_names(notes)
     in_snippet, in_original = [], []
     if language and orig:
         top_level = [n for n in snippet.markers if not _width(update_lines[n])]
