@@ -13,17 +13,18 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import Iterator
 
 from .decide import ApplyRefused, Judge, Outcome
 from .decoding import Decoding, DecodeStats
 from .draft_length import AdaptiveK, CostCurve, RegionAdaptiveK
-from .drafting import DraftPlan, plan_drafting
+from .drafting import DraftPlan, plan_drafting, token_lines
 from .merge import MergeCandidate, merge
 from .models.target import Interrupted, Target
-from .prompting import DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop, build_prompt
+from .prompting import (DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor, Prompt, PromptFormat, TextStop,
+                        build_prompt)
 from .proposers import no_draft
 from .regions import language_for
 from .sampling import Sampling
@@ -56,11 +57,6 @@ class ApplyRequest:
     language: str = ""  # defaults to the path's extension
     path: str = ""
 
-    def resolved_language(self) -> str:
-        """The language given, else the path's (`regions.language_for`: a `.h` file is C or C++ by which
-        parses it; without a path, a guess from the text)."""
-        return self.language or language_for(self.path, self.original or self.update)
-
     def validate(self) -> None:
         if not self.original.strip() and not self.update.strip():
             raise ApplyError("original and update are both empty; send the file and the edit snippet")
@@ -68,14 +64,20 @@ class ApplyRequest:
     # Computed once per request: a face judges the merge before it queues for the model, and the run it
     # starts there drafts from the same merge (the fields do not change after a request is made).
     @cached_property
+    def language_resolved(self) -> str:
+        """The language given, else the path's (`regions.language_for`: a `.h` file is C or C++ by which
+        parses it; without a path, a guess from the text)."""
+        return self.language or language_for(self.path, self.original or self.update)
+
+    @cached_property
     def merged(self) -> MergeCandidate:
         """The merge of the snippet into the original."""
-        return merge(self.original, self.update, self.resolved_language(), self.instruction)
+        return merge(self.original, self.update, self.language_resolved, self.instruction)
 
     @cached_property
     def judge(self) -> Judge:
         """The checks of the merge, for the judged pipelines."""
-        return Judge(self.original, self.update, self.resolved_language(), self.merged, self.instruction)
+        return Judge(self.original, self.update, self.language_resolved, self.merged, self.instruction)
 
 
 @dataclass
@@ -119,22 +121,27 @@ class ApplyOptions:
 
 
 @dataclass
-class ApplyStats(DecodeStats):
-    """The engine's statistics plus the request's; ttft_s and total_s count from the request's start."""
+class ApplyStats:
+    """What one apply cost. Its times count from the request's start (`Applier.stream`: merge, prompt,
+    planning, waiting for the model included); `decode` holds the engine's own statistics, whose clock
+    starts at its first target pass (zeros where no model ran)."""
 
     method: str = "spec"
     prompt_tokens: int = 0
     plan_s: float = 0.0  # building the drafting plan: merge candidate, regions, suffix arrays
     path: str = ""  # which path produced the text (decide.PATHS); "" when unjudged
     disagreement_line: int = 0  # 1-based line of the merge where the model first departed from it; 0: none
-
-    @property
-    def decode_s(self) -> float:
-        return max(self.total_s - self.prefill_s, 0.0)
+    ttft_s: float = 0.0  # from the request's start to its first text
+    total_s: float = 0.0  # from the request's start to its end
+    decode: DecodeStats = field(default_factory=DecodeStats)
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d.update(tokens_per_pass=self.tokens_per_pass, acceptance_rate=self.acceptance_rate, decode_s=self.decode_s)
+        """One flat record: the request's fields, the engine's counts, and its own times as `engine_*`."""
+        engine = asdict(self.decode)
+        d = {f"engine_{k}" if k in ("ttft_s", "total_s") else k: v for k, v in engine.items()}
+        d.update(tokens_per_pass=self.decode.tokens_per_pass, acceptance_rate=self.decode.acceptance_rate,
+                 decode_s=max(self.decode.total_s - self.decode.prefill_s, 0.0))
+        d.update({f.name: getattr(self, f.name) for f in fields(self) if f.name != "decode"})
         return d
 
 
@@ -270,6 +277,28 @@ def merge_answer(request: ApplyRequest, options: ApplyOptions) -> ApplyRun | Non
                                 start)
 
 
+@dataclass
+class RequestPlan:
+    """One request's inputs, built once by `Applier.plan`; `Applier.run` decodes from them."""
+
+    request: ApplyRequest
+    options: ApplyOptions
+    fmt: PromptFormat
+    candidate: MergeCandidate | None  # the merge, where it is drafted from, shown in the prompt or judged
+    prompt: Prompt  # the prompt's text, with where each document lies in it
+    prompt_ids: list[int]
+    max_new: int
+    judge: Judge | None  # the checks, for the judged pipelines
+    proposer: object  # what drafts: the copy drafter, `no_draft` (plain), or one the caller gave
+    drafting: DraftPlan | None = None  # the copy drafter's references and regions (spec, spec-fixed)
+    plan_s: float = 0.0  # building the drafting plan, the merge it drafts from included
+
+    @property
+    def stop_marker(self) -> str:
+        """Where generation ends: the answer's closing tag at the start of a line."""
+        return "\n" + self.fmt.close
+
+
 class Applier:
     """Holds a target (`models.target.Target`) and its tokenizer; applies edits one at a time (the KV cache
     belongs to one request). The tokenizer defaults to the target's own (`TransformersTarget.tokenizer`)."""
@@ -285,76 +314,92 @@ class Applier:
         with self._lock:
             return self.target.cost_curve()
 
-    def _draft_length(self, options: ApplyOptions, plan: DraftPlan | None):
+    def _draft_length(self, options: ApplyOptions, drafting: DraftPlan | None):
         if options.method == "plain" or options.k == 0:  # k 0: no drafts, whatever the method
             return 0
         if options.method == "spec-fixed":
             return options.k
-        if plan is None or plan.candidate is None:
+        if drafting is None or drafting.candidate is None:
             return AdaptiveK(self.cost_curve(), k_max=options.k)
-        return RegionAdaptiveK(self.cost_curve(), plan.region_of, plan.edited, k_max=options.k)
+        return RegionAdaptiveK(self.cost_curve(), drafting.region_of, drafting.edited, k_max=options.k)
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
-    def prompt_text(self, request: ApplyRequest, options: ApplyOptions, candidate: MergeCandidate | None = None) -> str:
+    def plan(self, request: ApplyRequest, options: ApplyOptions, proposer=None) -> RequestPlan:
+        """Build a request's inputs once: the merge where it is needed, the prompt, the token ids, the
+        drafting plan. `proposer` replaces the copy drafter (the bench's oracle uses it)."""
+        options.validate()
+        request.validate()
         fmt = FORMATS[options.prompt_format]
-        language = request.resolved_language()
-        return build_prompt(self.tokenizer, fmt, request.original, request.update, request.instruction, language,
-                            candidate.text if candidate else None)
-
-    def prompt_ids(self, request: ApplyRequest, options: ApplyOptions, candidate: MergeCandidate | None = None) -> list[int]:
-        return self._encode(self.prompt_text(request, options, candidate))
+        copies = proposer is None and options.method in ("spec", "spec-fixed")
+        drafts_from_merge = copies and options.drafting == "merge"
+        start = time.perf_counter()
+        candidate = request.merged if drafts_from_merge or fmt.shows_merge or options.judged else None
+        merge_s = time.perf_counter() - start if drafts_from_merge else 0.0  # part of the drafting plan's cost
+        prompt = build_prompt(self.tokenizer, fmt, request.original, request.update, request.instruction,
+                              request.language_resolved, candidate.text if candidate else None)
+        prompt_ids = self._encode(prompt.text)
+        original_tokens, update_ids = token_lines(self.tokenizer, request.original), self._encode(request.update)
+        max_new = options.max_new_tokens or len(original_tokens.ids) + len(update_ids) + 64
+        limit = self.context_limit()
+        if limit and len(prompt_ids) + max_new > limit:
+            raise ApplyError(f"request too long for the model: {len(prompt_ids)} prompt tokens + {max_new} to "
+                             f"write exceed its context of {limit} tokens")
+        drafting, plan_s = None, 0.0
+        if copies:
+            start = time.perf_counter()
+            drafting = plan_drafting(self.tokenizer, request.original, request.language_resolved, original_tokens,
+                                     update_ids, candidate if drafts_from_merge else None, closing=fmt.close,
+                                     prompt_words=prompt.words())
+            proposer, plan_s = drafting.proposer, time.perf_counter() - start + merge_s
+        elif proposer is None:
+            proposer = no_draft  # plain (prompt-lookup drafts inside transformers)
+        return RequestPlan(request, options, fmt, candidate, prompt, prompt_ids, max_new,
+                           request.judge if options.judged else None, proposer, drafting, plan_s)
 
     def stream(self, request: ApplyRequest, options: ApplyOptions | None = None, proposer=None) -> ApplyRun:
-        """Start an apply. `proposer` replaces the copy drafter (the bench's oracle uses it)."""
+        """Start an apply: the merge's answer where it is sound (the `checked` pipeline), else the model's
+        run on the request's plan. `proposer` replaces the copy drafter (the bench's oracle uses it)."""
         start = time.perf_counter()
         options = options or ApplyOptions()
-        if (answer := merge_answer(request, options)) is not None:  # validates both
+        if (answer := merge_answer(request, options)) is not None:
             return answer
-        fmt = FORMATS[options.prompt_format]
-        # One merge serves both the prompt (formats that show it) and merge drafting.
-        drafts_from_merge = proposer is None and options.method in ("spec", "spec-fixed") and options.drafting == "merge"
-        language = request.resolved_language()
-        candidate = request.merged if drafts_from_merge or "{merged}" in fmt.user or options.judged else None
-        merge_s = time.perf_counter() - start if drafts_from_merge else 0.0  # part of the drafting plan's cost
-        judge = request.judge if options.judged else None
-        prompt_text = self.prompt_text(request, options, candidate)
-        prompt = self._encode(prompt_text)
-        original_ids, update_ids = self._encode(request.original), self._encode(request.update)
-        max_new = options.max_new_tokens or len(original_ids) + len(update_ids) + 64
-        limit = self.context_limit()
-        if limit and len(prompt) + max_new > limit:
-            raise ApplyError(f"request too long for the model: {len(prompt)} prompt tokens + {max_new} to write "
-                             f"exceed its context of {limit} tokens")
-        stats = ApplyStats(method=options.method, prompt_tokens=len(prompt))
-        extractor = OutputExtractor(fmt.close, keep_final_newline=request.original.endswith("\n")
-                                    or not request.original)
-        plan = None
+        return self.run(self.plan(request, options, proposer), start)
+
+    def run(self, plan: RequestPlan, start: float | None = None) -> ApplyRun:
+        """Decode a planned request on the target; `start`: the request's start (default: now)."""
+        start = time.perf_counter() if start is None else start
+        options = plan.options
+        stats = ApplyStats(method=options.method, prompt_tokens=len(plan.prompt_ids), plan_s=plan.plan_s)
+        original = plan.request.original
+        extractor = OutputExtractor(plan.fmt.close, keep_final_newline=original.endswith("\n") or not original)
         cancel = threading.Event()
         if options.method == "prompt-lookup":
             if not hasattr(self.target, "model"):
                 raise ApplyError("prompt-lookup runs transformers' generate: it needs a transformers model")
             from .models.prompt_lookup import prompt_lookup_blocks
 
-            blocks = prompt_lookup_blocks(self.target, self.tokenizer, prompt, max_new, fmt.close, stats, self._lock)
+            blocks = prompt_lookup_blocks(self.target, self.tokenizer, plan.prompt_ids, plan.max_new, plan.fmt.close,
+                                          stats.decode, self._lock)
         else:
-            if proposer is None and options.method == "plain":
-                proposer = no_draft
-            elif proposer is None:
-                t0 = time.perf_counter()
-                plan = plan_drafting(self.tokenizer, request.original, request.update,
-                                     language,
-                                     candidate if drafts_from_merge else None, closing=fmt.close,
-                                     prompt=prompt_text)
-                proposer, stats.plan_s = plan.proposer, time.perf_counter() - t0 + merge_s
-            stop = TextStop(self.tokenizer, "\n" + fmt.close)
-            blocks = self.decode(prompt, proposer, self._draft_length(options, plan), max_new,
-                                 Sampling(options.temperature, options.top_p, options.seed), stop, stats, cancel,
-                                 typical_threshold=options.typical_threshold if options.acceptance == "typical" else None)
+            typical = options.typical_threshold if options.acceptance == "typical" else None
+            blocks = self.decode(plan.prompt_ids, plan.proposer, self._draft_length(options, plan.drafting),
+                                 plan.max_new, Sampling(options.temperature, options.top_p, options.seed),
+                                 TextStop(self.tokenizer, plan.stop_marker), stats.decode, cancel,
+                                 typical_threshold=typical)
+        drafted_from = plan.drafting.candidate if plan.drafting else None
         return ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start,
-                        candidate=plan.candidate.text if plan and plan.candidate else None, judge=judge,
-                        cancel=cancel)
+                        candidate=drafted_from.text if drafted_from else None, judge=plan.judge, cancel=cancel)
+
+    def next_token_logits(self, tokens: list[int]):
+        """The target's logits for the token after `tokens` (one pass, under the model's lock)."""
+        with self._lock:
+            self.target.reset()
+            try:
+                return self.target.logits(tokens, [])[0].float()
+            finally:
+                self.target.reset()
 
     def context_limit(self) -> int | None:
         return self.target.context_limit()

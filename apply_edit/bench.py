@@ -84,8 +84,8 @@ def bench_method_options(method: str, options: ApplyOptions) -> ApplyOptions:
 
 
 def is_bench_method(method: str) -> bool:
-    return (method in METHODS or method in ("oracle", "spec-adaptive", "spec-model", "merge") or _FIXED_K.fullmatch(method) is not None
-            or _TYPICAL.fullmatch(method) is not None)
+    return (method in METHODS or method in ("oracle", "spec-adaptive", "spec-model", "merge")
+            or _FIXED_K.fullmatch(method) is not None or _TYPICAL.fullmatch(method) is not None)
 
 
 def merge_record(case: EditCase) -> Record:
@@ -113,14 +113,17 @@ def run_case(applier: Applier | None, case: EditCase, method: str, options: Appl
         # Copying from the target's own output: exactly that output while aligned, and it realigns if
         # this run departs from the reference at a near-tie.
         proposer = SuffixArrayProposer([reference])
-    run = applier.stream(case.request(), opts, proposer=proposer)
+    return _record(applier.stream(case.request(), opts, proposer=proposer), case, method)
+
+
+def _record(run, case: EditCase, method: str) -> Record:
     try:
         text, refused = run.result(), False
     except ApplyRefused:
         text, refused = run.text, True
     s = run.stats
     outcome = run.outcome
-    return Record(case.name, method, s.total_s, s.ttft_s, s.target_passes, s.new_tokens, text,
+    return Record(case.name, method, s.total_s, s.ttft_s, s.decode.target_passes, s.decode.new_tokens, text,
                   not refused and text == case.expected, stats=s.to_dict(), tokens=list(run.tokens),
                   candidate_is_output=None if run.candidate is None else run.candidate == text,
                   path=outcome.path if outcome else "", refused=refused, reason=outcome.reason if outcome else "")
@@ -131,12 +134,8 @@ def divergence(applier: Applier, case: EditCase, options: ApplyOptions, plain: l
     i = next((j for j, (a, b) in enumerate(zip(plain, other)) if a != b), min(len(plain), len(other)))
     if i >= min(len(plain), len(other)):
         return {"token_index": i, "kind": "length"}
-    prompt = applier.prompt_ids(case.request(), options)
-    target = applier.target
-    target.reset()
-    logits = target.logits(prompt + plain[:i], [])[0].float()
-    target.reset()
-    top = torch.topk(logits, 2)
+    prompt = applier.plan(case.request(), options).prompt_ids
+    top = torch.topk(applier.next_token_logits(prompt + plain[:i]), 2)
     top_ids = top.indices.tolist()
     gap = float(top.values[0] - top.values[1])
     near_tie = {plain[i], other[i]} == set(top_ids) and gap <= NEAR_TIE_LOGIT_GAP

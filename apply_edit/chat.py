@@ -90,7 +90,7 @@ def stream_chat(applier: Applier, messages: list[dict], options: ChatOptions, pr
     cancel = threading.Event()
     eos = applier.target.eos_ids()
     blocks = applier.decode(prompt, proposer, draft_length, max_new,
-                            Sampling(options.temperature, options.top_p, options.seed), None, stats, cancel)
+                            Sampling(options.temperature, options.top_p, options.seed), None, stats.decode, cancel)
     answer = _Answer(blocks, eos)
     return ChatRun(answer, IncrementalDetokenizer(tokenizer), StopText(options.stop), stats, start, cancel=cancel)
 

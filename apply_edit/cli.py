@@ -127,7 +127,7 @@ def cmd_apply(args) -> int:
                 sys.stdout.write(piece)
                 sys.stdout.flush()
             elif progress:
-                progress.update(len(run.text), run.stats.new_tokens)
+                progress.update(len(run.text), run.stats.decode.new_tokens)
     except RemoteError as exc:
         raise CliError(f"server {args.server}: {exc}" + ("; the file is unchanged" if args.in_place else ""))
     except ApplyRefused as exc:
@@ -148,7 +148,7 @@ def cmd_apply(args) -> int:
 
         try:
             # stats.path is set where the pipeline judged the answer, here or on the server.
-            wrote = commit_in_place(path, original, update, run.text, request.resolved_language(), before,
+            wrote = commit_in_place(path, original, update, run.text, request.language_resolved, before,
                                     judged=bool(stats.path), force=args.force)
         except NotWritten as exc:
             raise CliError(str(exc)) from exc
@@ -156,12 +156,13 @@ def cmd_apply(args) -> int:
     if stats.path:
         where = f", departed from the merge at line {stats.disagreement_line}" if stats.disagreement_line else ""
         _log(f"path: {stats.path}{where}")
-    if stats.path == "merge" and not stats.target_passes:
+    engine = stats.decode
+    if stats.path == "merge" and not engine.target_passes:
         _log(f"answered by the merge in {stats.total_s:.2f}s; the model did not run")
     else:
-        _log(f"{stats.method}: {stats.new_tokens} tokens in {stats.total_s:.2f}s (first text after "
-             f"{stats.ttft_s:.2f}s), {stats.target_passes} target passes, {stats.tokens_per_pass:.1f} tokens/pass, "
-             f"{stats.acceptance_rate:.0%} of drafted tokens accepted")
+        _log(f"{stats.method}: {engine.new_tokens} tokens in {stats.total_s:.2f}s (first text after "
+             f"{stats.ttft_s:.2f}s), {engine.target_passes} target passes, {engine.tokens_per_pass:.1f} tokens/pass, "
+             f"{engine.acceptance_rate:.0%} of drafted tokens accepted")
     return 0
 
 

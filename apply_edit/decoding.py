@@ -231,7 +231,7 @@ class Decoding:
         return done, emitted
 
 
-# --- Contract entry points (DESIGN.md): thin wrappers over the one loop above. ---
+# --- Contract entry points (README, "Python API"): thin wrappers over the one loop above. ---
 
 
 def greedy_decode(target: Target, prompt: Sequence[int], max_new: int, eos=None) -> list[int]:

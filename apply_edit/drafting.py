@@ -26,44 +26,42 @@ from .regions import Region, region_of_line, regions
 @dataclass
 class DraftPlan:
     proposer: SuffixArrayProposer
-    region_of: np.ndarray  # per joined reference position: region index, or -1 for a separator
+    region_of: np.ndarray  # per position of the proposer's joined references: region index, -1 a separator
     edited: list[bool]  # per region index (the last two: the snippet, the prompt's words)
     regions: list[Region]
     candidate: MergeCandidate | None
 
 
-def _token_lines(tokenizer, text: str) -> tuple[list[int], list[int]]:
-    """Token ids of text and the line each token starts on."""
+@dataclass(frozen=True)
+class TokenLines:
+    """A text's token ids and, per token, the line of the text it starts on."""
+
+    ids: list[int]
+    lines: list[int]
+
+
+def token_lines(tokenizer, text: str) -> TokenLines:
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     line_starts = [0]
     for line in split_lines(text)[:-1]:
         line_starts.append(line_starts[-1] + len(line))
-    return enc["input_ids"], [bisect.bisect_right(line_starts, a) - 1 for a, _ in enc["offset_mapping"]]
+    return TokenLines(enc["input_ids"], [bisect.bisect_right(line_starts, a) - 1 for a, _ in enc["offset_mapping"]])
 
 
-def prompt_words(prompt: str, documents: list[str]) -> list[str]:
-    """The pieces of the prompt around the documents it shows, in order (blank ones dropped)."""
-    pieces = [prompt]
-    for document in filter(None, documents):
-        pieces = [part for piece in pieces for part in piece.split(document)]
-    return [piece for piece in pieces if piece.strip()]
-
-
-def plan_drafting(tokenizer, original: str, update: str, language: str, candidate: MergeCandidate | None,
-                  closing: str = "", prompt: str = "") -> DraftPlan:
-    """`candidate`: the merge to draft from first, or None for copy drafting. `closing`: what the model
+def plan_drafting(tokenizer, original: str, language: str, original_tokens: TokenLines, update_ids: list[int],
+                  candidate: MergeCandidate | None, closing: str = "", prompt_words: list[str] = ()) -> DraftPlan:
+    """`original_tokens`, `update_ids`: the request's texts as the prompt's tokenizer splits them.
+    `candidate`: the merge to draft from first, or None for copy drafting. `closing`: what the model
     writes after the file (the answer's closing tag); the candidate ends with it, so the last pass drafts
-    the end of the answer too. `prompt`: the prompt text, whose words around the documents are drafted
-    from last."""
+    the end of the answer too. `prompt_words`: the prompt's text around its documents
+    (`prompting.Prompt.words`), drafted from last."""
     spans = regions(original, language)
     snippet_region, prompt_region = len(spans), len(spans) + 1
     edited = [False] * (len(spans) + 2)
     edited[snippet_region] = True
 
-    original_ids, original_lines = _token_lines(tokenizer, original)
-    update_ids, _ = _token_lines(tokenizer, update)
-    refs = [original_ids, update_ids]
-    labels = [[region_of_line(spans, line) for line in original_lines], [snippet_region] * len(update_ids)]
+    refs = [original_tokens.ids, update_ids]
+    labels = [[region_of_line(spans, line) for line in original_tokens.lines], [snippet_region] * len(update_ids)]
     if candidate is not None:
         for line in candidate.edited_original_lines():
             edited[region_of_line(spans, line)] = True
@@ -74,19 +72,15 @@ def plan_drafting(tokenizer, original: str, update: str, language: str, candidat
             last = origin if origin is not None else last
             line_region.append(region_of_line(spans, last))
         line_region = line_region or [region_of_line(spans, 0)]  # an empty candidate: only the closing tag
-        candidate_ids, candidate_lines = _token_lines(tokenizer, candidate.text + closing)
-        refs.insert(0, candidate_ids)
-        labels.insert(0, [line_region[min(line, len(line_region) - 1)] for line in candidate_lines])
-    documents = [original, update] + ([candidate.text] if candidate is not None else [])
-    pieces = prompt_words(prompt, documents)
-    for piece in pieces:
-        refs.append(tokenizer.encode(piece, add_special_tokens=False))
+        candidate_tokens = token_lines(tokenizer, candidate.text + closing)
+        refs.insert(0, candidate_tokens.ids)
+        labels.insert(0, [line_region[min(line, len(line_region) - 1)] for line in candidate_tokens.lines])
+    for words in prompt_words:
+        refs.append(tokenizer.encode(words, add_special_tokens=False))
         labels.append([prompt_region] * len(refs[-1]))
 
-    joined: list[int] = []
-    for i, label in enumerate(labels):
-        if i:
-            joined.append(-1)  # the proposer's separator between references
-        joined.extend(label)
-    proposer = SuffixArrayProposer(refs, last_resort=len(pieces))
-    return DraftPlan(proposer, np.asarray(joined, dtype=np.int64), edited, spans, candidate)
+    proposer = SuffixArrayProposer(refs, last_resort=len(prompt_words))
+    region_of = np.full(len(proposer.text), -1, dtype=np.int64)  # separators stay -1
+    for begin, label in zip(proposer.starts, labels):
+        region_of[begin:begin + len(label)] = label
+    return DraftPlan(proposer, region_of, edited, spans, candidate)

@@ -7,10 +7,10 @@ once; generation stops at the closing delimiter (which must start a line) or at 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from .merge import merge
 
 def text_bytes(*texts: str) -> int:
     """The UTF-8 size of request texts (lone surrogates counted, not refused): what size limits measure."""
@@ -36,6 +36,11 @@ class PromptFormat:
     close: str  # the output ends at a line starting with this
     system: str = SYSTEM
     example: tuple[str, str] | None = None  # one worked (user, assistant) exchange, or none
+
+    @property
+    def shows_merge(self) -> bool:
+        """The prompt shows the merge candidate (the model reads it as a draft)."""
+        return "{merged}" in self.user
 
 
 _EXAMPLE_ORIGINAL = "def area(w, h):\n    return w * h\n\n\ndef main():\n    print(area(2, 3))\n"
@@ -86,16 +91,40 @@ def _with_newline(text: str) -> str:
     return text if text.endswith("\n") or not text else text + "\n"
 
 
+@dataclass(frozen=True)
+class Prompt:
+    """A rendered prompt: its text, and where the documents it shows (original, snippet, merge) lie in it."""
+
+    text: str
+    documents: dict[str, tuple[int, int]]  # "original", "update", "merged" (those placed): (start, end)
+
+    def words(self) -> list[str]:
+        """The pieces of the prompt around its documents, in order (blank ones dropped): its tags and
+        instructions, which copy drafting reads as a reference of their own."""
+        bounds = [0, *(i for span in sorted(self.documents.values()) for i in span), len(self.text)]
+        pieces = (self.text[a:b] for a, b in zip(bounds[::2], bounds[1::2]))
+        return [piece for piece in pieces if piece.strip()]
+
+
+# Stand-ins for the documents while the chat template renders the messages; each is then replaced by its
+# document, so the builder knows where each one lies (private-use characters: not in any file's template).
+_SLOT = "\ue000{}\ue001"
+_SLOTS = re.compile("\ue000(\\d+)\ue001")
+
+
 def build_prompt(tokenizer, fmt: PromptFormat, original: str, update: str, instruction: str = "",
-                 language: str = "", merged: str | None = None) -> str:
-    """The full prompt text, ending with the pre-filled start of the answer. `merged`: the merge candidate
-    when the caller already has it (formats that show it compute it otherwise)."""
+                 language: str = "", merged: str | None = None) -> Prompt:
+    """The full prompt, ending with the pre-filled start of the answer. `merged`: the merge candidate,
+    for the formats that show it (`fmt.shows_merge`)."""
+    if fmt.shows_merge and merged is None:
+        raise ValueError(f"prompt format {fmt.name!r} shows the merge: pass it")
     instruction_block = f"<instruction>{instruction.strip()}</instruction>\n\n" if instruction.strip() else ""
-    if "{merged}" in fmt.user and merged is None:
-        merged = merge(original, update, language, instruction).text
-    merged = _with_newline(merged or "")
-    user = fmt.user.format(instruction_block=instruction_block, original=_with_newline(original),
-                           update=_with_newline(update), lang=language, merged=merged)
+    # The instruction has a slot too (not a document: its words are the prompt's), so no text a user sends
+    # can pass for a slot.
+    names = ("original", "update", "merged", "instruction")
+    documents = [_with_newline(original), _with_newline(update), _with_newline(merged or ""), instruction_block]
+    user = fmt.user.format(**{name: _SLOT.format(i) for i, name in enumerate(names[:3])},
+                           instruction_block=_SLOT.format(3), lang=language)
     messages = [{"role": "system", "content": fmt.system}]
     if fmt.example:
         messages += [{"role": "user", "content": fmt.example[0]}, {"role": "assistant", "content": fmt.example[1]}]
@@ -104,7 +133,15 @@ def build_prompt(tokenizer, fmt: PromptFormat, original: str, update: str, instr
         head = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     else:
         head = "\n\n".join(m["content"] for m in messages) + "\n\n"
-    return head + fmt.answer_open.format(lang=language)
+    text, spans, at = "", {}, 0
+    for slot in _SLOTS.finditer(head):
+        which = int(slot.group(1))
+        text += head[at:slot.start()]
+        if which < 3:
+            spans[names[which]] = (len(text), len(text) + len(documents[which]))
+        text += documents[which]
+        at = slot.end()
+    return Prompt(text + head[at:] + fmt.answer_open.format(lang=language), spans)
 
 
 class OutputExtractor:

@@ -86,12 +86,14 @@ class SuffixArrayProposer:
             [list(r) for r in reference]
         # Join the references with distinct negative separators so no match crosses a boundary.
         joined: list[int] = []
+        self.starts: list[int] = []  # where each reference begins in `text` (for labels per position)
         self._last_resort_from = None  # joined position where the last-resort references begin
         for i, ref in enumerate(refs):
             if i:
                 joined.append(-1 - i)
             if i == len(refs) - last_resort:
                 self._last_resort_from = len(joined)
+            self.starts.append(len(joined))
             joined.extend(ref)
         self.text = np.asarray(joined, dtype=np.int64)
         self._text_list = joined

@@ -142,6 +142,27 @@ def long_chat(max_tokens=400) -> dict:
             "max_tokens": max_tokens, "stream": True}
 
 
+EOS = 256  # ByteTokenizer's end of turn
+
+
+class ByteTokenizer:
+    """One token per UTF-8 byte, and an end-of-turn token; no chat template (plain prompt text)."""
+
+    eos_token_id = EOS
+    chat_template = None
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return list(text.encode())
+
+    def __call__(self, text: str, add_special_tokens: bool = False, return_offsets_mapping: bool = False) -> dict:
+        """transformers' call: ids, and each token's span of characters."""
+        spans = [(i, i + 1) for i, ch in enumerate(text) for _ in ch.encode()]
+        return {"input_ids": self.encode(text), "offset_mapping": spans}
+
+    def decode(self, ids, skip_special_tokens: bool = False, clean_up_tokenization_spaces: bool = False) -> str:
+        return bytes(i for i in ids if i < EOS).decode("utf-8", "replace")
+
+
 def random_model(seed: int, vocab: int, context: int = 3, sharp: float = 1.0):
     """A FunctionModel: a deterministic pseudo-random next-token distribution of the last `context` tokens."""
     from apply_edit.models import FunctionModel

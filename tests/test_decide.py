@@ -83,7 +83,7 @@ def test_the_checked_pipeline_answers_a_sound_merge_without_the_model():
     candidate = merge(ORIGINAL, UPDATE, "python")
     r = ApplyRun.sound_merge(Judge(ORIGINAL, UPDATE, "python", candidate), ApplyStats(), 0.0)
     assert list(r) == [MERGED] and r.text == MERGED and r.model_text == ""
-    assert (r.outcome.path, r.stats.path, r.stats.disagreement_line, r.stats.target_passes) == ("merge", "merge", 0, 0)
+    assert (r.outcome.path, r.stats.path, r.stats.disagreement_line, r.stats.decode.target_passes) == ("merge", "merge", 0, 0)
     assert r.outcome.reason == "the merge (structurally sure) passes the checks" and r.stats.ttft_s > 0
 
 

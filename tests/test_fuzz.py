@@ -393,7 +393,7 @@ def test_engine_greedy_fuzz(fuzz_examples, one_thread):
         eos_arg = case["eos"] if not isinstance(case["eos"], frozenset) else list(case["eos"])
 
         if case["entry"] == "contract" and stop_engine is None and isinstance(policy, int):
-            # The DESIGN.md entry points (thin wrappers over the same loop).
+            # The contract's entry points (README, "Python API"; thin wrappers over the same loop).
             out = speculative_greedy(model, proposer, case["prompt"], case["max_new"], k=policy, eos=eos_arg)
             assert out == ref
             assert len(model.log) <= len(ref)

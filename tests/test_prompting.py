@@ -4,7 +4,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from apply_edit.languages import language_of
+from apply_edit.merge import merge
 from apply_edit.prompting import FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop, build_prompt
+from conftest import ByteTokenizer
 
 
 def stream(extractor, text, cuts):
@@ -102,7 +104,7 @@ def test_text_stop_finds_the_token_that_completes_the_marker(tokenizer):
 @pytest.mark.parametrize("name", sorted(FORMATS))
 def test_prompt_holds_the_inputs_and_ends_with_the_answer_opening(tokenizer, name):
     fmt = FORMATS[name]
-    prompt = build_prompt(tokenizer, fmt, "a = 1\n", "a = 2\n", "bump a", "python")
+    prompt = build_prompt(tokenizer, fmt, "a = 1\n", "a = 2\n", "bump a", "python", merged="a = 2\n").text
     assert "a = 1\n" in prompt and "a = 2\n" in prompt and "bump a" in prompt
     assert prompt.endswith(fmt.answer_open.format(lang="python"))
 
@@ -122,18 +124,31 @@ def test_detokenizer_flush_releases_a_character_cut_by_the_token_limit(tokenizer
     assert text == tokenizer.decode(ids[:-1])
 
 
-def test_draft_prompt_shows_the_merge_candidate(tokenizer):
+def test_draft_prompt_shows_the_merge_candidate():
     original = "import os\n\n\ndef area(w, h):\n    return w * h\n"
     update = "# ... existing code ...\ndef area(w, h, scale=1):\n    return w * h * scale\n"
-    prompt = build_prompt(tokenizer, FORMATS["tags-draft"], original, update)
+    merged = merge(original, update, "python").text
+    prompt = build_prompt(ByteTokenizer(), FORMATS["tags-draft"], original, update, merged=merged).text
     draft = prompt[prompt.index("<draft>\n") + len("<draft>\n"):prompt.index("</draft>")]
     assert draft == "import os\n\n\ndef area(w, h, scale=1):\n    return w * h * scale\n"
+    with pytest.raises(ValueError, match="shows the merge"):
+        build_prompt(ByteTokenizer(), FORMATS["tags-draft"], original, update)
 
 
-def test_prompt_words_are_the_prompt_without_its_documents():
-    from apply_edit.drafting import prompt_words
+def test_the_prompt_knows_where_its_documents_are_and_its_words_are_the_rest():
+    # A one-character snippet that also occurs in the template's words ("existing") stays one document.
+    prompt = build_prompt(ByteTokenizer(), FORMATS["tags-draft"], "x = 1", "e", "bump x", merged="x = 2\n")
+    assert {name: prompt.text[a:b] for name, (a, b) in prompt.documents.items()} == \
+        {"original": "x = 1\n", "update": "e\n", "merged": "x = 2\n"}
+    words = prompt.words()
+    (a0, b0), (a1, b1), (a2, b2) = sorted(prompt.documents.values())
+    assert "".join(words) == prompt.text[:a0] + prompt.text[b0:a1] + prompt.text[b1:a2] + prompt.text[b2:]
+    assert "existing code" in words[0] and "<instruction>bump x</instruction>" in words[0]
+    assert words[1:] == ["</code>\n\n<update>\n", "</update>\n\n<draft>\n", words[-1]]
+    assert words[-1].startswith("</draft>") and words[-1].endswith("<updated-code>\n")
 
-    prompt = "<code>\nx = 1\n</code>\n\n<update>\nx = 2\n</update>\n\n<draft>\nx = 2\n</draft> Write it.\n"
-    assert prompt_words(prompt, ["x = 1\n", "x = 2\n", ""]) == ["<code>\n", "</code>\n\n<update>\n",
-                                                                "</update>\n\n<draft>\n", "</draft> Write it.\n"]
-    assert prompt_words("just words", []) == ["just words"]
+
+def test_an_instruction_cannot_pass_for_a_document_slot():
+    prompt = build_prompt(ByteTokenizer(), FORMATS["tags"], "a\n", "b\n", "\ue0001\ue001")
+    assert "<instruction>\ue0001\ue001</instruction>" in prompt.text
+    assert [prompt.text[a:b] for a, b in prompt.documents.values()] == ["a\n", "b\n"]

@@ -89,7 +89,7 @@ def test_copy_drafting_with_a_real_engine_is_exact_and_saves_passes():
 
 
 def test_large_reference_copies_the_continuation():
-    """A 5,000-line file is ~60k tokens; build and per-call times are printed (the bench reports them)."""
+    """A 5,000-line file is ~35k tokens (README: 34,607); build and per-call times are printed (the bench reports them)."""
     rng = random.Random(0)
     tokens = [rng.randrange(2000) for _ in range(60_000)]
     t0 = time.perf_counter()

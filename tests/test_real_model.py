@@ -117,8 +117,9 @@ def test_speculative_equals_plain_greedy_with_far_fewer_passes(applier):
     spec = applier.stream(case.request(), ApplyOptions(method="spec-fixed", k=32, max_new_tokens=150))
     spec.result()
     assert spec.tokens == plain.tokens and spec.text == plain.text
-    assert plain.stats.target_passes == len(plain.tokens)
-    assert spec.stats.target_passes * 3 <= plain.stats.target_passes, (spec.stats.target_passes, plain.stats.target_passes)
+    assert plain.stats.decode.target_passes == len(plain.tokens)
+    assert spec.stats.decode.target_passes * 3 <= plain.stats.decode.target_passes, \
+        (spec.stats.decode.target_passes, plain.stats.decode.target_passes)
 
 
 def test_streamed_pieces_concatenate_to_the_text(applier):
@@ -171,7 +172,7 @@ def test_prompt_lookup_baseline_runs_on_the_same_model(applier):
     run = applier.stream(case.request(), ApplyOptions(method="prompt-lookup", max_new_tokens=60))
     text = run.result()
     plain = applier.stream(case.request(), ApplyOptions(method="plain", max_new_tokens=60)).result()
-    assert text and run.stats.target_passes >= 1
+    assert text and run.stats.decode.target_passes >= 1
     assert text[:100] == plain[:100]
 
 
@@ -181,7 +182,7 @@ def test_a_sound_merge_is_the_answer_whatever_the_model_does(applier):
     the rest at once where the model departs."""
     case = load_case(FIXTURES / "py_add_method")
     run = applier.stream(case.request(), ApplyOptions())
-    assert run.result() == case.expected and run.stats.path == "merge" and run.stats.target_passes == 0
+    assert run.result() == case.expected and run.stats.path == "merge" and run.stats.decode.target_passes == 0
     run = applier.stream(case.request(), ApplyOptions(pipeline="verify"))
     pieces = list(run)
     assert run.text == "".join(pieces) == case.expected
@@ -217,31 +218,3 @@ def test_every_drafting_mode_equals_plain_greedy(applier, drafting):
     spec.result()
     assert spec.tokens == plain.tokens
     assert (spec.candidate is not None) == (drafting == "merge")
-
-
-def test_drafting_plan_labels_every_reference_position(target):
-    from apply_edit.drafting import plan_drafting, prompt_words
-    from apply_edit.merge import merge
-    from apply_edit.prompting import FORMATS, build_prompt
-
-    case = load_case(FIXTURES / "py_add_method")
-    candidate = merge(case.original, case.update)
-    prompt = build_prompt(target.tokenizer, FORMATS["tags-draft"], case.original, case.update, merged=candidate.text)
-    plan = plan_drafting(target.tokenizer, case.original, case.update, "python", candidate,
-                         closing="</updated-code>", prompt=prompt)
-    assert len(plan.region_of) == len(plan.proposer.text)
-    separators = plan.proposer.text < 0
-    assert (plan.region_of[separators] == -1).all() and (plan.region_of[~separators] >= 0).all()
-    # The snippet and the prompt's words are regions of their own, after the file's.
-    assert len(plan.edited) == len(plan.regions) + 2 and plan.edited[-2] and not plan.edited[-1]
-    assert any(plan.edited[:-2]) and not all(plan.edited[:-2])
-    # The prompt's words, without the documents, are the last references: its tags and instructions.
-    words = prompt_words(prompt, [case.original, case.update, candidate.text])
-    assert "</draft>" in words[-1] and not any(case.original.strip() in w for w in words)
-    last_ref = plan.proposer.text.tolist()[len(plan.proposer.text) - len(target.tokenizer.encode(words[-1])):]
-    assert target.tokenizer.decode(last_ref) == words[-1]
-    assert (plan.region_of[-len(last_ref):] == len(plan.edited) - 1).all()
-    # The candidate is the first reference: copying starts in the merged file.
-    tokens = plan.proposer.text.tolist()
-    first_ref = tokens[:next(i for i, t in enumerate(tokens) if t < 0)]
-    assert target.tokenizer.decode(first_ref) == plan.candidate.text + "</updated-code>"

@@ -9,28 +9,9 @@ from apply_edit.apply import Applier, ApplyOptions
 from apply_edit.cases import load_case
 from apply_edit.decide import ApplyRefused
 from apply_edit.models import FunctionModel
-from conftest import FIXTURES
+from conftest import EOS, FIXTURES, ByteTokenizer
 
-EOS = 256
 OPEN, CLOSE = b"<updated-code>\n", b"</updated-code>"
-
-
-class ByteTokenizer:
-    """One token per UTF-8 byte, and an end-of-turn token; no chat template (plain prompt text)."""
-
-    eos_token_id = EOS
-    chat_template = None
-
-    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
-        return list(text.encode())
-
-    def __call__(self, text: str, add_special_tokens: bool = False, return_offsets_mapping: bool = False) -> dict:
-        """transformers' call: ids, and each token's span of characters."""
-        spans = [(i, i + 1) for i, ch in enumerate(text) for _ in ch.encode()]
-        return {"input_ids": self.encode(text), "offset_mapping": spans}
-
-    def decode(self, ids, skip_special_tokens: bool = False, clean_up_tokenization_spaces: bool = False) -> str:
-        return bytes(i for i in ids if i < EOS).decode("utf-8", "replace")
 
 
 def answering(text: str) -> FunctionModel:
@@ -58,10 +39,10 @@ def test_the_models_answer_streams_through_and_copy_drafting_saves_passes():
     pieces = list(run)
     assert "".join(pieces) == run.text == case.expected
     assert len(pieces) > 1  # streamed as verified, not at the end
-    assert run.stats.target_passes * 5 <= run.stats.new_tokens  # the merge is the answer: copied in blocks
+    assert run.stats.decode.target_passes * 5 <= run.stats.decode.new_tokens  # the merge is the answer: copied in blocks
     plain = applier(case.expected).stream(case.request(), ApplyOptions(method="plain", pipeline="model"))
     assert plain.result() == case.expected and plain.tokens == run.tokens
-    assert plain.stats.target_passes == len(plain.tokens)
+    assert plain.stats.decode.target_passes == len(plain.tokens)
 
 
 def test_the_judged_pipelines_on_a_function_target():
@@ -71,7 +52,7 @@ def test_the_judged_pipelines_on_a_function_target():
     # The merge is sound, so the default answers without running the target at all.
     default = applier(case.expected).stream(case.request())
     assert default.result() == case.expected and default.outcome.path == "merge"
-    assert default.stats.target_passes == 0
+    assert default.stats.decode.target_passes == 0
 
 
 def test_a_model_answer_that_fails_the_checks_is_refused_where_the_merge_is_unsound():
@@ -82,3 +63,18 @@ def test_a_model_answer_that_fails_the_checks_is_refused_where_the_merge_is_unso
     unchanged = applier(case.original).stream(case.request(), room)
     with pytest.raises(ApplyRefused, match="the original unchanged"):
         unchanged.result()
+
+
+def test_a_plan_is_built_once_with_the_documents_placed_in_the_prompt():
+    case = load_case(FIXTURES / "py_add_method")
+    applier = Applier(answering(case.expected), ByteTokenizer())
+    plan = applier.plan(case.request(), ApplyOptions(pipeline="model"))
+    spans = plan.prompt.documents
+    assert plan.prompt.text[slice(*spans["original"])] == case.original
+    assert plan.prompt.text[slice(*spans["merged"])] == plan.candidate.text
+    assert spans["original"] < spans["update"] < spans["merged"]
+    assert plan.prompt_ids == list(plan.prompt.text.encode()) and plan.drafting is not None
+    assert plan.max_new == len(case.original.encode()) + len(case.update.encode()) + 64
+    run = applier.run(plan)
+    assert run.result() == case.expected and run.stats.ttft_s <= run.stats.total_s
+    assert run.stats.decode.total_s <= run.stats.total_s  # the engine's clock starts later than the request's

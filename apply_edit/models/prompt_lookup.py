@@ -50,6 +50,7 @@ def prompt_lookup_blocks(target, tokenizer, prompt: list[int], max_new: int, clo
             worker.join()
             hook.remove()
             stats.target_passes = passes[0]
+            stats.total_s = time.perf_counter() - t0
 
 
 class _QueueStreamer:

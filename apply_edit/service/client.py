@@ -114,7 +114,7 @@ class RemoteRun:
         complete = False
         try:
             for response in self._call:
-                self.stats.new_tokens = response.tokens
+                self.stats.decode.new_tokens = response.tokens
                 if response.text:
                     if not self.text:
                         self.stats.ttft_s = time.perf_counter() - self._start
@@ -143,9 +143,9 @@ class RemoteRun:
 
     def _take(self, s: pb.Stats) -> None:
         """The server's counts; times stay the client's own (they include the network and the queue)."""
-        st = self.stats
-        st.target_passes, st.new_tokens = s.target_passes, s.new_tokens
-        st.drafted_tokens, st.accepted_tokens = s.drafted_tokens, s.accepted_tokens
+        st, engine = self.stats, self.stats.decode
+        engine.target_passes, engine.new_tokens = s.target_passes, s.new_tokens
+        engine.drafted_tokens, engine.accepted_tokens = s.drafted_tokens, s.accepted_tokens
         st.prompt_tokens, st.method = s.prompt_tokens, s.method
         st.path, st.disagreement_line = s.path, s.disagreement_line
 

@@ -131,9 +131,9 @@ class ModelService:
         m.paths.labels(stats.path or "unjudged").inc()
         m.ttft.labels(*labels).observe(stats.ttft_s)
         m.ttlt.labels(*labels).observe(stats.total_s)
-        m.tokens_per_pass.labels(*labels).observe(stats.tokens_per_pass)
-        if stats.drafted_tokens:
-            m.acceptance.labels(*labels).observe(stats.acceptance_rate)
+        m.tokens_per_pass.labels(*labels).observe(stats.decode.tokens_per_pass)
+        if stats.decode.drafted_tokens:
+            m.acceptance.labels(*labels).observe(stats.decode.acceptance_rate)
         self._mean_s = 0.8 * self._mean_s + 0.2 * stats.total_s
 
 

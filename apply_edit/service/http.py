@@ -164,12 +164,13 @@ def _language(path: str | None, language: str | None, original: str, update: str
 
 
 def _usage(run: ApplyRun, prediction: bool = False) -> dict:
-    s = run.stats
-    usage = {"prompt_tokens": s.prompt_tokens, "completion_tokens": s.new_tokens,
-             "total_tokens": s.prompt_tokens + s.new_tokens}
+    s, engine = run.stats, run.stats.decode
+    usage = {"prompt_tokens": s.prompt_tokens, "completion_tokens": engine.new_tokens,
+             "total_tokens": s.prompt_tokens + engine.new_tokens}
     if prediction:
-        usage["completion_tokens_details"] = {"accepted_prediction_tokens": s.accepted_tokens,
-                                              "rejected_prediction_tokens": s.drafted_tokens - s.accepted_tokens}
+        usage["completion_tokens_details"] = {
+            "accepted_prediction_tokens": engine.accepted_tokens,
+            "rejected_prediction_tokens": engine.drafted_tokens - engine.accepted_tokens}
     return usage
 
 
@@ -480,7 +481,7 @@ def _apply_info(job: _Job) -> dict:
     if job.run is None:
         return {}
     s = job.run.stats
-    info = {"target_passes": s.target_passes, "ttft_s": round(s.ttft_s, 4), "total_s": round(s.total_s, 4)}
+    info = {"target_passes": s.decode.target_passes, "ttft_s": round(s.ttft_s, 4), "total_s": round(s.total_s, 4)}
     if job.is_apply:
         info.update(path=s.path, disagreement_line=s.disagreement_line or None)
     return {"apply_edit": info}

@@ -51,7 +51,7 @@ def run_load(channel, cases: list[EditCase], options: ApplyOptions, concurrency:
         except RemoteError as exc:
             text, error = run.text, str(exc)
         s = run.stats
-        return Record(case.name, options.method, s.total_s, s.ttft_s, s.target_passes, s.new_tokens, text,
+        return Record(case.name, options.method, s.total_s, s.ttft_s, s.decode.target_passes, s.decode.new_tokens, text,
                       text == case.expected, stats=s.to_dict(), error=error)
 
     return run_concurrently(cases, one, concurrency, repeat)

@@ -88,9 +88,10 @@ def language_label(msg: pb.ApplyRequest) -> str:
 
 
 def stats_message(stats: ApplyStats, model_name: str) -> pb.Stats:
-    return pb.Stats(target_passes=stats.target_passes, new_tokens=stats.new_tokens,
-                    drafted_tokens=stats.drafted_tokens, accepted_tokens=stats.accepted_tokens,
-                    tokens_per_pass=stats.tokens_per_pass, ttft_s=stats.ttft_s, total_s=stats.total_s,
+    engine = stats.decode
+    return pb.Stats(target_passes=engine.target_passes, new_tokens=engine.new_tokens,
+                    drafted_tokens=engine.drafted_tokens, accepted_tokens=engine.accepted_tokens,
+                    tokens_per_pass=engine.tokens_per_pass, ttft_s=stats.ttft_s, total_s=stats.total_s,
                     prompt_tokens=stats.prompt_tokens, method=stats.method, model=model_name, path=stats.path,
                     disagreement_line=stats.disagreement_line)
 
@@ -166,8 +167,8 @@ class ApplyEditServicer:
                 context.add_callback(run.cancel)  # client cancel / deadline: stop after the current pass
 
             for piece in service.pieces(start, on_run, context.is_active, answer_now):
-                yield pb.ApplyResponse(text=piece, tokens=runs[0].stats.new_tokens)
+                yield pb.ApplyResponse(text=piece, tokens=runs[0].stats.decode.new_tokens)
             run = runs[0]
             if not run.cancelled:
-                yield pb.ApplyResponse(tokens=run.stats.new_tokens, stats=stats_message(run.stats, service.model_name))
+                yield pb.ApplyResponse(tokens=run.stats.decode.new_tokens, stats=stats_message(run.stats, service.model_name))
                 service.observe(run.stats, labels)
