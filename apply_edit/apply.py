@@ -392,6 +392,24 @@ class Applier:
         return ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start,
                         candidate=drafted_from.text if drafted_from else None, judge=plan.judge, cancel=cancel)
 
+    def warm(self, request: ApplyRequest, options: ApplyOptions | None = None) -> int:
+        """Read the start that every apply to this file shares (its prompt up to the end of the original) into
+        the target's prefix store, before the edit exists: an apply that follows prefills only the rest.
+        Returns how many tokens of it the store holds (whole chunks; 0 for a file shorter than one)."""
+        options = options or ApplyOptions()
+        options.validate()
+        if getattr(self.target, "prefix_cache", None) is None:
+            raise ApplyError("this model keeps no prompt prefixes (serve with --prefix-cache-mb above 0)")
+        prompt = build_prompt(self.tokenizer, FORMATS[options.prompt_format], request.original, "", "",
+                              request.language_resolved, merged="")
+        shared = self._encode(prompt.text[:prompt.documents["original"][1]])
+        limit = self.context_limit()
+        if limit and len(shared) >= limit:
+            raise ApplyError(f"file too long for the model: {len(shared)} prompt tokens before the edit, its "
+                             f"context is {limit}")
+        with self._lock:
+            return self.target.prefill(shared)
+
     def next_token_logits(self, tokens: list[int]):
         """The target's logits for the token after `tokens` (one pass, under the model's lock)."""
         with self._lock:
@@ -413,7 +431,9 @@ class Applier:
             run = Decoding(self.target, proposer, prompt, max_new, k=draft_length, sampling=sampling,
                            eos=self.target.eos_ids(), stop=stop, stats=stats, typical_threshold=typical_threshold)
             try:
-                yield from run
+                for block in run:
+                    stats.prompt_cached = getattr(self.target, "reused", 0)
+                    yield block
             finally:
                 self.target.interrupt = lambda: False
                 self.target.reset()

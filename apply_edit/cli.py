@@ -175,8 +175,8 @@ def cmd_bench(args) -> int:
     unknown = [m for m in methods if not is_bench_method(m)]
     if unknown:
         raise CliError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}, "
-                       f"spec-kN (fixed k = N), spec-adaptive, spec-typical-T (threshold T), spec-model, oracle "
-                       f"or merge (no model)")
+                       f"spec-kN (fixed k = N), spec-adaptive, spec-typical-T (threshold T), spec-model, spec-again, "
+                       f"spec-warm, oracle or merge (no model)")
     cases = load_cases(args.cases_dir, [c.strip() for c in args.cases.split(",") if c.strip()] if args.cases else None)
     if args.server:
         return _load_run(args, cases, methods)
@@ -256,6 +256,8 @@ def cmd_serve(args) -> int:
     token = read_token(args.token_file) if args.token_file else None
     if args.max_request_mb <= 0:
         raise CliError("--max-request-mb must be positive")
+    if args.prefix_cache_mb < 0:
+        raise CliError("--prefix-cache-mb must be 0 (off) or more")
     _quiet_transformers()
     try:
         server = ApplyServer(args.model, host=args.host, port=args.port, dtype=args.dtype, max_queue=args.max_queue,
@@ -264,7 +266,7 @@ def cmd_serve(args) -> int:
                              tls=(args.tls_cert, args.tls_key) if args.tls_cert else None, token=token, log=_log,
                              allow_remote=args.allow_remote, http_port=args.http_port,
                              model_names=tuple(args.served_model_name), http_timeout_s=args.http_timeout,
-                             metrics_host=args.metrics_host)
+                             metrics_host=args.metrics_host, prefix_cache_bytes=int(args.prefix_cache_mb * (1 << 20)))
     except SecurityError as exc:
         raise CliError(str(exc))
     remote = not is_loopback(args.host)
@@ -372,6 +374,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "which also needs --allow-remote)")
     p.add_argument("--max-request-mb", type=float, default=4.0,
                    help="largest original + update + instruction accepted, in MiB (default 4)")
+    p.add_argument("--prefix-cache-mb", type=float, default=256.0,
+                   help="keep up to this many MiB of prompt prefixes' keys and values, so that another apply to "
+                        "the same file (or one after a Warm call) prefills only what is new (default 256; 0: off)")
     p.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (chain); needs --tls-key")
     p.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     p.add_argument("--token-file", metavar="FILE",

@@ -77,6 +77,7 @@ class DecodeStats:
     ttft_s: float = 0.0  # from the start of decoding to the first emitted token (includes prefill)
     total_s: float = 0.0
     prefill_s: float = 0.0  # the first target pass: the prompt (or what is not cached of it) + first token
+    prompt_cached: int = 0  # prompt tokens read from the target's prefix store, not prefilled
     propose_s: float = 0.0  # time spent inside the proposer
     blocks: list[BlockRecord] = field(default_factory=list)
 

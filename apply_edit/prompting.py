@@ -47,7 +47,9 @@ _EXAMPLE_ORIGINAL = "def area(w, h):\n    return w * h\n\n\ndef main():\n    pri
 _EXAMPLE_UPDATE = "def area(w, h, scale=1):\n    return w * h * scale\n\n# ... existing code ...\n"
 _EXAMPLE_MERGED = "def area(w, h, scale=1):\n    return w * h * scale\n\n\ndef main():\n    print(area(2, 3))\n"
 
-TAGS_USER = "{instruction_block}<code>\n{original}</code>\n\n<update>\n{update}</update>"
+# The file first and the instruction after it: what repeats across edits of one file (system prompt, file)
+# is the prompt's start, which the target's prefix store keeps (models/prefix_cache.py).
+TAGS_USER = "<code>\n{original}</code>\n\n{instruction_block}<update>\n{update}</update>"
 
 FORMATS = {
     fmt.name: fmt

@@ -246,3 +246,18 @@ def test_the_http_bench_gives_the_in_process_output_and_times_what_http_adds(ser
     assert records[0].output == local_answer and records[0].exact and not records[0].error
     assert 0 <= records[0].stats["http_s"] < records[0].wall_s
     assert "HTTP adds" in http_summary(records)
+
+
+def test_warm_reads_a_file_ahead_and_a_repeated_prompt_start_is_not_read_again(server):
+    original = (FIXTURES / "go_add_struct_method" / "original.go").read_text()  # ~800 tokens: one whole chunk
+    status, _, body = post(server, "/v1/code/warm", {"initialCode": original, "path": "store.go"})
+    assert status == 200 and body["tokensHeld"] == 512, body
+    status, _, body = post(server, "/v1/code/warm", {"initialCode": " \n"})
+    assert status == 400 and "empty" in body["error"]["message"]
+    # A chat whose long system prompt repeats (an editor's) reads it from the store the second time.
+    messages = [{"role": "system", "content": "Answer questions about this file.\n" + original},
+                {"role": "user", "content": "Which package is it?"}]
+    first = client(server).chat.completions.create(model="apply-edit", messages=messages, max_tokens=6)
+    second = client(server).chat.completions.create(model="apply-edit", messages=messages, max_tokens=6)
+    assert second.choices[0].message.content == first.choices[0].message.content
+    assert second.usage.prompt_tokens_details.cached_tokens == 512 < second.usage.prompt_tokens

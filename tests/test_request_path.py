@@ -65,16 +65,21 @@ def test_a_model_answer_that_fails_the_checks_is_refused_where_the_merge_is_unso
         unchanged.result()
 
 
-def test_a_plan_is_built_once_with_the_documents_placed_in_the_prompt():
+def test_a_plan_is_built_once_with_the_documents_placed_and_a_warm_up_needs_a_prefix_store():
+    from apply_edit.apply import ApplyError, ApplyRequest
+
     case = load_case(FIXTURES / "py_add_method")
     applier = Applier(answering(case.expected), ByteTokenizer())
     plan = applier.plan(case.request(), ApplyOptions(pipeline="model"))
     spans = plan.prompt.documents
     assert plan.prompt.text[slice(*spans["original"])] == case.original
     assert plan.prompt.text[slice(*spans["merged"])] == plan.candidate.text
+    # The file comes first, so every apply to it shares the prompt's start up to its end.
     assert spans["original"] < spans["update"] < spans["merged"]
     assert plan.prompt_ids == list(plan.prompt.text.encode()) and plan.drafting is not None
     assert plan.max_new == len(case.original.encode()) + len(case.update.encode()) + 64
     run = applier.run(plan)
     assert run.result() == case.expected and run.stats.ttft_s <= run.stats.total_s
     assert run.stats.decode.total_s <= run.stats.total_s  # the engine's clock starts later than the request's
+    with pytest.raises(ApplyError, match="keeps no prompt prefixes"):
+        applier.warm(ApplyRequest(case.original, ""))

@@ -6,6 +6,7 @@ loopback for --soak-seconds (CI: 45 s; a long soak: `pytest tests/test_soak.py -
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 
@@ -22,6 +23,7 @@ from conftest import FIXTURES, ServerProcess, apply_call, drain, long_apply, wai
 pytestmark = [pytest.mark.model, pytest.mark.soak]
 
 STREAMS = 8
+STORE_MIB = 64
 # Small fixtures (2-3 kB originals, 763 to ~1.7k prompt tokens) of four languages, so that a short soak still
 # completes a number of requests.
 CASES = [load_case(FIXTURES / name) for name in ("ts_small_file_whole_rewrite", "go_add_struct_method",
@@ -34,7 +36,9 @@ def test_eight_streams_for_the_soak_time_without_errors_or_growth(tmp_path, requ
     # apply on a case with an unsound merge would count as errors here).
     options = ApplyOptions(max_new_tokens=request.config.getoption("--soak-max-new-tokens") or None, pipeline="model")
     # --max-queue 8: one running + 8 waiting, so 8 streams always fit (a 9th would be refused by design).
-    server = ServerProcess(tmp_path, "--max-queue", str(STREAMS))
+    # A prefix store smaller than the four cases' prompts need (~1k tokens of 46 KB each, fp32): it fills and
+    # evicts during the soak, and must stay within its bound.
+    server = ServerProcess(tmp_path, "--max-queue", str(STREAMS), "--prefix-cache-mb", str(STORE_MIB))
     try:
         # The start RSS: idle after one request, the same one as before the end RSS.
         assert drain(apply_call(server.channel, CASES[-1].request(), options)) == grpc.StatusCode.OK
@@ -93,6 +97,8 @@ def test_eight_streams_for_the_soak_time_without_errors_or_growth(tmp_path, requ
         wall = time.perf_counter() - start
         assert wait_until(lambda: "apply_edit_queue_depth 0.0" in server.metrics())
         health = server.health()
+        store = {name: float(value) for name, value in
+                 re.findall(r"^apply_edit_prefix_cache_(\w+) (\S+)$", server.metrics(), re.M)}
         assert drain(apply_call(server.channel, CASES[-1].request(), options)) == grpc.StatusCode.OK
         rss.append(server.rss_mib())  # idle again, after the same request as the start
     finally:
@@ -111,7 +117,9 @@ def test_eight_streams_for_the_soak_time_without_errors_or_growth(tmp_path, requ
     # (prefill activations and KV cache of a 1.7k-token prompt), with no trend over 150 s. Before the servicer
     # ran all model work on one thread and trimmed malloc after each request, the same soak went 1263 -> 1874 MiB
     # in 40 s (each gRPC worker thread's malloc arena kept a request's peak).
-    assert rss[-1] - rss[0] < 64 and max(rss) - rss[0] < 512
+    # The prefix store adds up to its bound: it held one prompt at the start and may be full at the end.
+    assert store["hits"] > 0 and 0 < store["bytes"] <= STORE_MIB << 20, store
+    assert rss[-1] - rss[0] < 64 + STORE_MIB and max(rss) - rss[0] < 512 + STORE_MIB
 
 
 def test_requests_beyond_capacity_are_refused_at_once(tmp_path):

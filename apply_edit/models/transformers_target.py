@@ -12,6 +12,7 @@ import torch
 
 from ..draft_length import CostCurve
 from .cost import cached_cost
+from .prefix_cache import PrefixCache
 from .registry import DEFAULT_MODEL, cache_root, resolve
 from .target import Interrupted
 
@@ -48,6 +49,9 @@ class TransformersTarget:
     feeds only the new tokens: one forward pass, no recomputation of the prefix. Where more than
     PREFILL_CHUNK tokens of the prefix are new (a prompt), whole chunks of it go first, one pass each, and
     `interrupt()` is asked between them; the chunks depend on the prefix only, not on the block.
+
+    With a prefix store (`keep_prefixes`), a request's first pass starts from the longest stored prefix of
+    its prompt, and the whole chunks it reads are stored for the next (`prefix_cache.py`: exact).
     """
 
     def __init__(self, model, tokenizer, name: str = ""):
@@ -57,6 +61,10 @@ class TransformersTarget:
         self.passes = 0
         self._cache = None
         self.cached: list[int] = []
+        self.prefix_cache: PrefixCache | None = None
+        self.reused = 0  # prompt tokens of this request read from the prefix store
+        self._whole_chunks = 0  # the cache's first tokens, read as whole chunks from position 0
+        self._stored = 0  # how many of those the prefix store holds
         self.interrupt: Callable[[], bool] = lambda: False  # set per request by whoever can cancel it
         self._cost: CostCurve | None = None
         self._cost_lock = threading.Lock()
@@ -102,14 +110,44 @@ class TransformersTarget:
                 self._cost = cached_cost(self, cache_root() / "costs" / f"{name}-{dtype}-packed-ctx.json")
             return self._cost
 
+    def keep_prefixes(self, max_bytes: int) -> None:
+        """Keep up to `max_bytes` of prompt prefixes' keys and values across requests (0: none)."""
+        self.prefix_cache = PrefixCache(max_bytes, PREFILL_CHUNK) if max_bytes > 0 else None
+
     def reset(self) -> None:
-        """Drop the KV cache (end of a request)."""
+        """Drop the KV cache (end of a request); stored prefixes stay."""
         self._cache, self.cached = None, []
+        self.reused = self._whole_chunks = self._stored = 0
+
+    def _start_from_stored_prefix(self, seq: list[int], limit: int) -> int:
+        """A fresh cache, holding the longest stored prefix of seq (at most `limit` tokens): its length."""
+        from transformers import DynamicCache
+
+        found, layers = self.prefix_cache.lookup(seq, limit) if self.prefix_cache else (0, None)
+        self._cache = DynamicCache(layers, config=self.model.config)
+        self.reused = self._whole_chunks = self._stored = found
+        return found
+
+    def _store_whole_chunks(self, seq: list[int]) -> None:
+        if self.prefix_cache is not None and self._whole_chunks > self._stored:
+            self.prefix_cache.store(seq[:self._whole_chunks], [(l.keys, l.values) for l in self._cache.layers])
+            self._stored = self._whole_chunks
+
+    def prefill(self, tokens: Sequence[int]) -> int:
+        """Read a prompt's start ahead of its request (a warm-up), so that its whole chunks are stored;
+        returns how many tokens the store now holds of it. Needs `keep_prefixes`."""
+        if self.prefix_cache is None:
+            raise ValueError("prefill stores prompt prefixes: call keep_prefixes first")
+        tokens = list(tokens)
+        self.reset()
+        if len(tokens) > PREFILL_CHUNK:  # the chunks before the last token (which is read with a block)
+            self.logits(tokens[:len(tokens) // PREFILL_CHUNK * PREFILL_CHUNK + 1], [])
+        held = self._stored
+        self.reset()
+        return held
 
     @torch.inference_mode()
     def logits(self, prefix: Sequence[int], block: Sequence[int]) -> torch.Tensor:
-        from transformers import DynamicCache
-
         seq = list(prefix) + list(block)
         if not prefix:
             raise ValueError("the prefix must hold at least one token")
@@ -118,17 +156,22 @@ class TransformersTarget:
         while keep < limit and self.cached[keep] == seq[keep]:
             keep += 1
         if self._cache is None or keep == 0:
-            self._cache = DynamicCache(config=self.model.config)
-            keep = 0
+            keep = self._start_from_stored_prefix(seq, len(prefix) - 1)
         elif keep < len(self.cached):
             self._cache.crop(keep - len(self.cached))  # negative: drop the rejected tail
+            self._whole_chunks = min(self._whole_chunks, keep // PREFILL_CHUNK * PREFILL_CHUNK)
+            self._stored = min(self._stored, self._whole_chunks)
         while len(prefix) - keep > PREFILL_CHUNK:
             if self.interrupt():
                 self.cached = seq[:keep]
+                self._store_whole_chunks(seq)
                 raise Interrupted
             self.model(input_ids=torch.tensor([seq[keep:keep + PREFILL_CHUNK]]), cache=self._cache, use_cache=True,
                        logits_to_keep=1)
+            if keep == self._whole_chunks:
+                self._whole_chunks += PREFILL_CHUNK
             keep += PREFILL_CHUNK
+        self._store_whole_chunks(seq)
         out = self.model(input_ids=torch.tensor([seq[keep:]]), cache=self._cache, use_cache=True,
                          logits_to_keep=len(block) + 1)
         self.cached = seq

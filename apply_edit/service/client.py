@@ -95,6 +95,16 @@ def connect(address: str, wait_s: float = 0.0, tls: bool = False, tls_ca: str | 
     return channel
 
 
+def warm(channel: grpc.Channel, request: ApplyRequest, timeout: float | None = None) -> pb.WarmResponse:
+    """Have the server read this file ahead of its edits (the Warm RPC): the next apply to it prefills only
+    the snippet and what follows. RemoteError when the server refuses (e.g. it keeps no prefixes)."""
+    message = pb.WarmRequest(original=request.original, language=request.language, path=request.path)
+    try:
+        return pb_grpc.ApplyEditStub(channel).Warm(message, timeout=timeout)
+    except grpc.RpcError as exc:
+        raise RemoteError(f"{exc.code().name}: {exc.details()}") from None
+
+
 class RemoteRun:
     """Like `ApplyRun`, over gRPC: iterate for text pieces; `.text` and `.stats` are complete afterwards.
 
@@ -146,6 +156,7 @@ class RemoteRun:
         st, engine = self.stats, self.stats.decode
         engine.target_passes, engine.new_tokens = s.target_passes, s.new_tokens
         engine.drafted_tokens, engine.accepted_tokens = s.drafted_tokens, s.accepted_tokens
+        engine.prompt_cached = s.prompt_tokens_cached
         st.prompt_tokens, st.method = s.prompt_tokens, s.method
         st.path, st.disagreement_line = s.path, s.disagreement_line
 

@@ -18,11 +18,12 @@ cancelled through `run.cancel()`, which the face wires to its own signal.
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from ..apply import Applier, ApplyRun, ApplyStats
+from ..apply import Applier, ApplyRequest, ApplyRun, ApplyStats
 from .metrics import Metrics
 
 
@@ -125,6 +126,14 @@ class ModelService:
                     yield piece
             finally:
                 self.on_model(_close, pieces, run)
+
+    def warm(self, request: ApplyRequest, is_active: Callable[[], bool]) -> tuple[int, float]:
+        """Read a file's prompt start into the prefix store (`Applier.warm`) as one more request in the queue:
+        the tokens held of it, and the seconds it took on the model."""
+        with self.admitted(), self.holding_model(is_active):
+            start = time.perf_counter()
+            held = self.on_model(self.applier.warm, request)
+            return held, time.perf_counter() - start
 
     def observe(self, stats: ApplyStats, labels) -> None:
         m = self.metrics

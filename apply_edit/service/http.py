@@ -104,6 +104,16 @@ class RelaceRequest(BaseModel):
     language: str | None = None
 
 
+class WarmRequest(BaseModel):
+    """Not Relace's: a file to read ahead of its edits (the gRPC face's Warm)."""
+
+    model_config = ConfigDict(extra="allow")
+    initialCode: str
+    model: str | None = None
+    path: str | None = None
+    language: str | None = None
+
+
 class HttpError(Exception):
     def __init__(self, status: int, message: str, kind: str, code: str | None = None, param: str | None = None,
                  headers: dict | None = None, metric: str = "INVALID_ARGUMENT"):
@@ -166,7 +176,8 @@ def _language(path: str | None, language: str | None, original: str, update: str
 def _usage(run: ApplyRun, prediction: bool = False) -> dict:
     s, engine = run.stats, run.stats.decode
     usage = {"prompt_tokens": s.prompt_tokens, "completion_tokens": engine.new_tokens,
-             "total_tokens": s.prompt_tokens + engine.new_tokens}
+             "total_tokens": s.prompt_tokens + engine.new_tokens,
+             "prompt_tokens_details": {"cached_tokens": engine.prompt_cached}}
     if prediction:
         usage["completion_tokens_details"] = {
             "accepted_prediction_tokens": engine.accepted_tokens,
@@ -471,6 +482,31 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
             return {"mergedCode": text, "usage": _usage(job.run), **_apply_info(job)}
 
         return await answer(job, request, body.stream, render_stream, render_whole)
+
+    @app.post("/v1/code/warm")
+    async def warm(body: WarmRequest):
+        """Reads a file into the model ahead of its edits (`ModelService.warm`): the apply to it that follows
+        prefills only the snippet and what comes after. `{tokensHeld, seconds}`."""
+        status = "OK"
+        try:
+            check_open()
+            check_model(body.model)
+            check_text(body.initialCode)
+            if not body.initialCode.strip():
+                raise _bad("initialCode is empty; send the file to read ahead")
+            request = ApplyRequest(body.initialCode, "", "", _language(body.path, body.language, body.initialCode, ""),
+                                   body.path or "")
+            try:
+                held, seconds = await asyncio.to_thread(service.warm, request, lambda: not draining())
+            except ApplyError as exc:  # this server keeps no prefixes
+                raise HttpError(422, str(exc), "invalid_request_error", "no_prefix_store", metric="FAILED_PRECONDITION")
+            return {"tokensHeld": held, "seconds": round(seconds, 4)}
+        except Exception as exc:
+            error = _as_http(exc)
+            status = error.metric
+            return error_response(error)
+        finally:
+            metrics.warmups.labels(status).inc()
 
     return app
 

@@ -33,6 +33,19 @@ class Metrics:
                              registry=self.registry)
         self.queue_depth = Gauge("apply_edit_queue_depth", "Requests admitted and waiting for the model",
                                  registry=self.registry)
+        self.warmups = Counter("apply_edit_warmups", "Warm calls (a file read ahead of its edits) by final status",
+                               ("status",), registry=self.registry)
+
+    def watch_prefix_cache(self, cache) -> None:
+        """Gauges read from the target's prefix store (models/prefix_cache.py) at each scrape."""
+        for name, doc, read in (
+                ("apply_edit_prefix_cache_bytes", "Bytes of prompt prefixes' keys and values held", lambda: cache.bytes_held),
+                ("apply_edit_prefix_cache_prefixes", "Prompt prefixes held", lambda: len(cache)),
+                ("apply_edit_prefix_cache_lookups", "Requests that looked for a stored prefix", lambda: cache.lookups),
+                ("apply_edit_prefix_cache_hits", "Requests that started from a stored prefix", lambda: cache.hits),
+                ("apply_edit_prefix_cache_tokens_reused", "Prompt tokens read from stored prefixes, not prefilled",
+                 lambda: cache.tokens_reused)):
+            Gauge(name, doc, registry=self.registry).set_function(read)
 
     def serve(self, host: str, port: int) -> tuple[str, int]:
         """Serves /metrics on host:port (unauthenticated: keep it on loopback); the address bound."""

@@ -40,12 +40,13 @@ class ApplyServer:
                  max_request_bytes: int = 4 * MiB, grace_s: float = 30.0, tls: tuple[str, str] | None = None,
                  token: str | None = None, log=print, allow_remote: bool = False, http_port: int | None = None,
                  model_names: tuple[str, ...] = (), http_timeout_s: float | None = None,
-                 metrics_host: str = "127.0.0.1"):
+                 metrics_host: str = "127.0.0.1", prefix_cache_bytes: int = 256 * MiB):
         check_binding(host, allow_remote, bool(tls), token)
         check_binding(metrics_host, allow_remote, True, None)
         self.metrics_host = metrics_host
         self.model_name, self.host, self.port, self.dtype = model, host, port, dtype
         self.metrics_port, self.grace_s, self.log = metrics_port, grace_s, log
+        self.prefix_cache_bytes = prefix_cache_bytes
         self.credentials = server_credentials(*tls) if tls else None
         self.tls, self.http_port = tls, http_port
         self.metrics = Metrics()
@@ -126,6 +127,9 @@ class ApplyServer:
             set_threads()
             # A server starts rarely and runs long: every cached weight file is re-hashed before serving.
             target = TransformersTarget.load(self.model_name, dtype=self.dtype, log=self.log, full_hash=True)
+        target.keep_prefixes(self.prefix_cache_bytes)  # a file's next apply, or its warm-up, reads on from here
+        if target.prefix_cache is not None:
+            self.metrics.watch_prefix_cache(target.prefix_cache)
         applier = Applier(target)
         applier.cost_curve()  # measure (or read) the verify-cost curve now, not in the first request
         self.model.applier = applier

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -25,11 +26,18 @@ class BadMessage:
         self.reason = reason
 
 
-def parse_request(data: bytes):
-    try:
-        return pb.ApplyRequest.FromString(data)
-    except DecodeError as exc:
-        return BadMessage(str(exc))
+def parser(message_class):
+    """A request deserializer that hands a message which cannot be parsed to the method as a BadMessage."""
+    def parse(data: bytes):
+        try:
+            return message_class.FromString(data)
+        except DecodeError as exc:
+            return BadMessage(str(exc))
+
+    return parse
+
+
+parse_request = parser(pb.ApplyRequest)
 
 
 class Invalid(Exception):
@@ -89,7 +97,7 @@ def language_label(msg: pb.ApplyRequest) -> str:
 
 def stats_message(stats: ApplyStats, model_name: str) -> pb.Stats:
     engine = stats.decode
-    return pb.Stats(target_passes=engine.target_passes, new_tokens=engine.new_tokens,
+    return pb.Stats(prompt_tokens_cached=engine.prompt_cached, target_passes=engine.target_passes, new_tokens=engine.new_tokens,
                     drafted_tokens=engine.drafted_tokens, accepted_tokens=engine.accepted_tokens,
                     tokens_per_pass=engine.tokens_per_pass, ttft_s=stats.ttft_s, total_s=stats.total_s,
                     prompt_tokens=stats.prompt_tokens, method=stats.method, model=model_name, path=stats.path,
@@ -106,19 +114,22 @@ class ApplyEditServicer:
         self.max_request_bytes = max_request_bytes
 
     def handler(self) -> grpc.GenericRpcHandler:
-        method = grpc.unary_stream_rpc_method_handler(
+        apply = grpc.unary_stream_rpc_method_handler(
             self.Apply, request_deserializer=parse_request, response_serializer=pb.ApplyResponse.SerializeToString)
-        return grpc.method_handlers_generic_handler(SERVICE, {"Apply": method})
+        warm = grpc.unary_unary_rpc_method_handler(
+            self.Warm, request_deserializer=parser(pb.WarmRequest), response_serializer=pb.WarmResponse.SerializeToString)
+        return grpc.method_handlers_generic_handler(SERVICE, {"Apply": apply, "Warm": warm})
 
-    def Apply(self, msg, context: grpc.ServicerContext):
+    @contextmanager
+    def _status(self, msg, context: grpc.ServicerContext, counter, what: str):
+        """Maps what a call raises to its gRPC status, and counts the call by status on `counter`."""
         if isinstance(msg, BadMessage):
-            self.metrics.requests.labels("INVALID_ARGUMENT", "unknown", "unknown").inc()
+            counter("INVALID_ARGUMENT")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                          f"request is not a valid ApplyRequest (string fields must be UTF-8): {msg.reason}")
-        labels = (language_label(msg), size_class(msg.original))
+                          f"request is not a valid {what} (string fields must be UTF-8): {msg.reason}")
         status = "OK"
         try:
-            yield from self._apply(msg, context, labels)
+            yield
         except Invalid as exc:
             status = "INVALID_ARGUMENT"
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
@@ -137,11 +148,39 @@ class ApplyEditServicer:
             status = "CANCELLED"
         except Exception as exc:  # never let one request take the server down
             status = "INTERNAL"
-            context.abort(grpc.StatusCode.INTERNAL, f"apply failed: {type(exc).__name__}: {exc}")
+            context.abort(grpc.StatusCode.INTERNAL, f"{what.removesuffix('Request')} failed: {type(exc).__name__}: {exc}")
         finally:
             if status == "OK" and not context.is_active():
                 status = "CANCELLED"
-            self.metrics.requests.labels(status, *labels).inc()
+            counter(status)
+
+    def Apply(self, msg, context: grpc.ServicerContext):
+        labels = ("unknown", "unknown") if isinstance(msg, BadMessage) else (language_label(msg), size_class(msg.original))
+        with self._status(msg, context, lambda status: self.metrics.requests.labels(status, *labels).inc(),
+                          "ApplyRequest"):
+            yield from self._apply(msg, context, labels)
+
+    def Warm(self, msg, context: grpc.ServicerContext) -> pb.WarmResponse:
+        with self._status(msg, context, lambda status: self.metrics.warmups.labels(status).inc(), "WarmRequest"):
+            return self._warm(msg, context)
+
+    def _warm(self, msg: pb.WarmRequest, context) -> pb.WarmResponse:
+        service = self.service
+        service.check_ready()
+        size = text_bytes(msg.original)
+        if size > self.max_request_bytes:
+            raise Invalid(f"original is {size} bytes; this server accepts at most {self.max_request_bytes}")
+        if not msg.original.strip():
+            raise Invalid("original is empty; send the file to read ahead")
+        if msg.model and msg.model != service.model_name:
+            raise Invalid(f"unknown model {msg.model!r}: this server serves {service.model_name!r}")
+        language = msg.language.lower() if msg.language.lower() in KNOWN_LANGUAGES else ""
+        request = ApplyRequest(msg.original, "", "", language, msg.path)
+        try:
+            held, seconds = service.warm(request, context.is_active)
+        except ApplyError as exc:
+            raise ApplyRefused(str(exc))
+        return pb.WarmResponse(tokens_held=held, seconds=seconds)
 
     def _apply(self, msg, context, labels):
         service = self.service

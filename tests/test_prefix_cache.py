@@ -1,0 +1,119 @@
+"""The prefix store (models/prefix_cache.py): whole chunks only, bounded in bytes, least recently used out;
+and on the real model, a request read from a stored prefix gets bit for bit the logits of a cold one."""
+
+import pytest
+import torch
+
+from apply_edit.models.prefix_cache import PrefixCache
+
+GRANULE = 4
+
+
+def layers_for(n: int, fill: float = 1.0, layers: int = 2) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Keys and values of n positions: [batch 1, 2 heads, n, dim 8], fp32 (2 x 64 bytes per position)."""
+    return [(torch.full((1, 2, n, 8), fill), torch.full((1, 2, n, 8), -fill)) for _ in range(layers)]
+
+
+def test_the_longest_common_prefix_in_whole_granules_is_found_and_copied():
+    cache = PrefixCache(max_bytes=1 << 20, granule=GRANULE)
+    cache.store(list(range(12)), layers_for(12))
+    assert cache.lookup(list(range(10)) + [99, 98], limit=12)[0] == 8  # 10 in common: two whole granules
+    assert cache.lookup(list(range(12)), limit=9)[0] == 8  # at most `limit`
+    assert cache.lookup([5] + list(range(11)), limit=12) == (0, None)
+    found, layers = cache.lookup(list(range(20)), limit=20)
+    assert found == 12 and layers[0][0].shape == (1, 2, 12, 8)
+    assert (cache.hits, cache.lookups, cache.tokens_reused) == (3, 4, 8 + 8 + 12)
+
+
+def test_stored_tensors_are_copies_of_the_prefix_only():
+    cache = PrefixCache(max_bytes=1 << 20, granule=GRANULE)
+    source = layers_for(10)
+    cache.store(list(range(8)), source)
+    source[0][0].fill_(7.0)  # the caller's cache moves on
+    _, layers = cache.lookup(list(range(8)), limit=8)
+    assert layers[0][0].shape[2] == 8 and bool((layers[0][0] == 1.0).all())
+    assert cache.bytes_held == 2 * 2 * 8 * 2 * 8 * 4  # layers x (keys, values) x positions x heads x dim x fp32
+
+
+def test_bounded_in_bytes_least_recently_used_first():
+    per_prefix = 2 * 2 * 8 * 2 * 8 * 4  # 8 positions
+    cache = PrefixCache(max_bytes=2 * per_prefix, granule=GRANULE)
+    a, b, c = [1] * 8, [2] * 8, [3] * 8
+    cache.store(a, layers_for(8))
+    cache.store(b, layers_for(8))
+    cache.lookup(a, limit=8)  # a is used again: b is now the least recent
+    cache.store(c, layers_for(8))
+    assert cache.bytes_held == 2 * per_prefix and len(cache) == 2
+    assert cache.lookup(b, limit=8)[0] == 0 and cache.lookup(a, limit=8)[0] == 8 and cache.lookup(c, limit=8)[0] == 8
+    cache.store([4] * 24, layers_for(24))  # larger than the whole budget: not kept, nothing evicted for it
+    assert len(cache) == 2
+
+
+def test_a_longer_prefix_replaces_the_stored_prefix_it_extends():
+    cache = PrefixCache(max_bytes=1 << 20, granule=GRANULE)
+    cache.store(list(range(4)), layers_for(4))
+    cache.store(list(range(8)), layers_for(8))
+    assert len(cache) == 1 and cache.lookup(list(range(8)), limit=8)[0] == 8
+    with pytest.raises(ValueError, match="whole granules"):
+        cache.store(list(range(6)), layers_for(6))
+
+
+@pytest.fixture(scope="module")
+def target():
+    from apply_edit.models.transformers_target import TransformersTarget
+
+    return TransformersTarget.load("smollm2-135m", dtype="fp32")
+
+
+def long_prompt(n: int, seed: int = 0) -> list[int]:
+    return [(i * 7919 + seed) % 1000 + 100 for i in range(n)]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_a_prompt_read_from_a_stored_prefix_gets_the_logits_of_a_cold_read_bit_for_bit(target, dtype):
+    from apply_edit.models.transformers_target import PREFILL_CHUNK as C
+
+    target.model.to(dtype)
+    try:
+        first = long_prompt(3 * C + 50)
+        second = first[:2 * C + 30] + long_prompt(C // 2, seed=5)  # shares 2 chunks and 30 tokens with the first
+        block = [11, 12, 13]
+        target.keep_prefixes(0)
+        target.reset()
+        cold = target.logits(second, block)
+        target.reset()
+        target.keep_prefixes(1 << 30)
+        target.logits(first, [])  # stores its 3 whole chunks
+        target.reset()
+        reads = []
+        hook = target.model.register_forward_pre_hook(
+            lambda mod, args, kwargs: reads.append(kwargs["input_ids"].shape[1]), with_kwargs=True)
+        try:
+            warm = target.logits(second, block)
+        finally:
+            hook.remove()
+        assert target.reused == 2 * C and reads == [len(second) - 2 * C + len(block)]
+        assert torch.equal(warm, cold)
+    finally:
+        target.keep_prefixes(0)
+        target.reset()
+        target.model.to(torch.float32)
+
+
+@pytest.mark.model
+def test_a_warm_up_stores_the_whole_chunks_of_a_prompt_start(target):
+    from apply_edit.models.transformers_target import PREFILL_CHUNK as C
+
+    with pytest.raises(ValueError, match="keep_prefixes"):
+        target.prefill(long_prompt(2 * C))
+    target.keep_prefixes(1 << 30)
+    try:
+        assert target.prefill(long_prompt(C - 1)) == 0  # not one whole chunk
+        assert target.prefill(long_prompt(2 * C + 10)) == 2 * C
+        assert target.cached == [] and target.prefix_cache.bytes_held > 0  # the request's cache is free again
+        target.logits(long_prompt(2 * C + 40), [1, 2])
+        assert target.reused == 2 * C
+    finally:
+        target.keep_prefixes(0)
+        target.reset()
