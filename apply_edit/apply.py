@@ -49,6 +49,10 @@ class ApplyError(ValueError):
     """A request that cannot be applied as given (the message says what to fix)."""
 
 
+class NoPrefixStore(ApplyError):
+    """A warm-up asked of a target that keeps no prompt prefixes (a server setting, not the request's fault)."""
+
+
 @dataclass
 class ApplyRequest:
     original: str
@@ -399,7 +403,7 @@ class Applier:
         options = options or ApplyOptions()
         options.validate()
         if getattr(self.target, "prefix_cache", None) is None:
-            raise ApplyError("this model keeps no prompt prefixes (serve with --prefix-cache-mb above 0)")
+            raise NoPrefixStore("this model keeps no prompt prefixes (serve with --prefix-cache-mb above 0)")
         prompt = build_prompt(self.tokenizer, FORMATS[options.prompt_format], request.original, "", "",
                               request.language_resolved, merged="")
         shared = self._encode(prompt.text[:prompt.documents["original"][1]])

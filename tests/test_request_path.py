@@ -66,7 +66,7 @@ def test_a_model_answer_that_fails_the_checks_is_refused_where_the_merge_is_unso
 
 
 def test_a_plan_is_built_once_with_the_documents_placed_and_a_warm_up_needs_a_prefix_store():
-    from apply_edit.apply import ApplyError, ApplyRequest
+    from apply_edit.apply import ApplyRequest, NoPrefixStore
 
     case = load_case(FIXTURES / "py_add_method")
     applier = Applier(answering(case.expected), ByteTokenizer())
@@ -81,5 +81,5 @@ def test_a_plan_is_built_once_with_the_documents_placed_and_a_warm_up_needs_a_pr
     run = applier.run(plan)
     assert run.result() == case.expected and run.stats.ttft_s <= run.stats.total_s
     assert run.stats.decode.total_s <= run.stats.total_s  # the engine's clock starts later than the request's
-    with pytest.raises(ApplyError, match="keeps no prompt prefixes"):
+    with pytest.raises(NoPrefixStore, match="keeps no prompt prefixes"):  # the server's setting, not the request
         applier.warm(ApplyRequest(case.original, ""))

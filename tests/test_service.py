@@ -14,7 +14,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from apply_edit.apply import Applier, ApplyOptions
+from apply_edit.apply import Applier, ApplyOptions, ApplyRequest
 from apply_edit.cases import load_case
 from apply_edit.models.transformers_target import TransformersTarget
 from apply_edit.service.client import RemoteError, RemoteRun, connect
@@ -336,3 +336,17 @@ def test_warm_reads_a_file_ahead_so_its_apply_prefills_only_the_rest(server, cha
     metrics = urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).read().decode()
     assert 'apply_edit_warmups_total{status="OK"} 2.0' in metrics
     assert "apply_edit_prefix_cache_hits" in metrics
+
+
+def test_warm_says_why_it_cannot():
+    from apply_edit.service.client import warm
+
+    server = make_server(TransformersTarget.load("smollm2-135m"), prefix_cache_bytes=0)  # its own target: store off
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+            with pytest.raises(RemoteError, match="FAILED_PRECONDITION: this model keeps no prompt prefixes"):
+                warm(ch, CASE.request())
+            with pytest.raises(RemoteError, match="INVALID_ARGUMENT: original is empty"):
+                warm(ch, ApplyRequest("  \n", ""))
+    finally:
+        server.stop(0)

@@ -38,7 +38,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from ..apply import Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyRun, merge_answer
+from ..apply import Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyRun, NoPrefixStore, merge_answer
 from ..chat import ChatOptions, stream_chat
 from ..decide import ApplyRefused
 from ..languages import KNOWN_LANGUAGES
@@ -498,7 +498,7 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
                                    body.path or "")
             try:
                 held, seconds = await asyncio.to_thread(service.warm, request, lambda: not draining())
-            except ApplyError as exc:  # this server keeps no prefixes
+            except NoPrefixStore as exc:
                 raise HttpError(422, str(exc), "invalid_request_error", "no_prefix_store", metric="FAILED_PRECONDITION")
             return {"tokensHeld": held, "seconds": round(seconds, 4)}
         except Exception as exc:

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import grpc
 from google.protobuf.message import DecodeError
 
-from ..apply import METHODS, ApplyError, ApplyOptions, ApplyRequest, ApplyStats, merge_answer
+from ..apply import METHODS, ApplyError, ApplyOptions, ApplyRequest, ApplyStats, NoPrefixStore, merge_answer
 from ..decide import ApplyRefused
 from ..languages import KNOWN_LANGUAGES, language_of
 from ..prompting import text_bytes
@@ -178,8 +178,10 @@ class ApplyEditServicer:
         request = ApplyRequest(msg.original, "", "", language, msg.path)
         try:
             held, seconds = service.warm(request, context.is_active)
-        except ApplyError as exc:
+        except NoPrefixStore as exc:
             raise ApplyRefused(str(exc))
+        except ApplyError as exc:  # e.g. a file longer than the model's context
+            raise Invalid(str(exc))
         return pb.WarmResponse(tokens_held=held, seconds=seconds)
 
     def _apply(self, msg, context, labels):
