@@ -302,6 +302,11 @@ class RequestPlan:
         """Where generation ends: the answer's closing tag at the start of a line."""
         return "\n" + self.fmt.close
 
+    def output_extractor(self) -> OutputExtractor:
+        """Model text in, file text out: up to the closing tag, the final newline as the original has it."""
+        original = self.request.original
+        return OutputExtractor(self.fmt.close, keep_final_newline=original.endswith("\n") or not original)
+
 
 class Applier:
     """Holds a target (`models.target.Target`) and its tokenizer; applies edits one at a time (the KV cache
@@ -376,8 +381,7 @@ class Applier:
         start = time.perf_counter() if start is None else start
         options = plan.options
         stats = ApplyStats(method=options.method, prompt_tokens=len(plan.prompt_ids), plan_s=plan.plan_s)
-        original = plan.request.original
-        extractor = OutputExtractor(plan.fmt.close, keep_final_newline=original.endswith("\n") or not original)
+        extractor = plan.output_extractor()
         cancel = threading.Event()
         if options.method == "prompt-lookup":
             if not hasattr(self.target, "model"):

@@ -130,7 +130,8 @@ def run_case(applier: Applier | None, case: EditCase, method: str, options: Appl
     if method in PREFIX_METHODS:
         return _after_filling_the_prefix_store(applier, case, method, opts)
     if method in LLAMA_METHODS:
-        return _llama_record(applier, case, method, replace(options, method="spec", pipeline="model"))
+        # Plain: the same prompt (it shows the merge), without building a drafting plan llama.cpp does not read.
+        return _llama_record(applier, case, method, replace(options, method="plain", pipeline="model"))
     return _record(applier.stream(case.request(), opts, proposer=proposer), case, method)
 
 
@@ -154,15 +155,13 @@ def _llama_record(applier: Applier, case: EditCase, method: str, opts: ApplyOpti
     """llama-server on a fresh process per case (ngram-mod keeps its n-grams across requests), fed our
     prompt text; its time is the completion's alone (the server's start is not counted)."""
     from .models.llama_server import LlamaServer, Speculation, model_gguf
-    from .prompting import OutputExtractor
 
     plan = applier.plan(case.request(), opts)
     spec = LLAMA_METHODS[method]
     with LlamaServer(model_gguf(log=lambda *_: None), ctx=len(plan.prompt_ids) + plan.max_new + 64,
                      spec=Speculation(*spec) if spec else None) as server:
         done = server.complete(plan.prompt.text, plan.max_new, stop=[plan.stop_marker])
-    original = case.original
-    extractor = OutputExtractor(plan.fmt.close, keep_final_newline=original.endswith("\n") or not original)
+    extractor = plan.output_extractor()
     text = extractor.push(done.text + (plan.stop_marker if done.stop_type == "word" else "")) + extractor.finish()
     drafted, accepted = done.draft_n or 0, done.draft_accepted or 0
     stats = {"prompt_tokens": done.prompt_tokens, "prefill_s": done.prompt_ms / 1000,

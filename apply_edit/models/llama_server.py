@@ -291,12 +291,6 @@ def model_gguf(name_or_path: str = DEFAULT_MODEL, log=print) -> Path:
 # ---------------------------------------------------------------------------------------------------- server
 
 
-def default_threads() -> int:
-    """What `transformers_target.set_threads` picks for torch (every core but one, or
-    ``$APPLY_EDIT_THREADS``), without importing torch."""
-    return int(os.environ.get("APPLY_EDIT_THREADS", max(1, (os.cpu_count() or 1) - 1)))
-
-
 @dataclass(frozen=True)
 class Speculation:
     """One of this llama.cpp's n-gram self-speculation methods; None fields keep llama.cpp's defaults.
@@ -366,7 +360,11 @@ class LlamaServer:
                  extra_args: list[str] | None = None, start_timeout_s: float = 180.0, log=print):
         self.gguf = Path(gguf) if gguf is not None else model_gguf(log=log)
         self.ctx = ctx
-        self.threads = threads or default_threads()
+        if threads is None:
+            from .transformers_target import thread_count  # the same policy as our engine's
+
+            threads = thread_count()
+        self.threads = threads
         self.spec = Speculation(spec) if isinstance(spec, str) else spec
         binary = binary or llama_server_path()
         if binary is None:

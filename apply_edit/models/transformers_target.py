@@ -185,14 +185,20 @@ class TransformersTarget:
         return self.score_block(seq, [])[0]
 
 
+def thread_count() -> int:
+    """Threads for the one model (torch's, and llama.cpp's in the bench): every core but one, or
+    `APPLY_EDIT_THREADS`. Why one core is left free: `set_threads`."""
+    return int(os.environ.get("APPLY_EDIT_THREADS", max(1, (os.cpu_count() or 1) - 1)))
+
+
 def set_threads() -> int:
-    """Torch threads for the one model: every core but one, or `APPLY_EDIT_THREADS`; returns the number.
+    """Torch threads for the one model (`thread_count`); returns the number.
 
     Measured on a 2-core CPU (default model, fp32; README, "Reliability"): idle, 2 threads made a
     32-token verify pass 20% faster than 1 (1.14 s against 1.42 s) and a 1-token pass no faster (182 against
     167 ms); with one CPU-bound process beside it, 2 threads doubled both (2.74 s, 344 ms) while 1 thread
     hardly moved (1.48 s, 174 ms). A thread pool wider than the free cores stalls at every barrier, so one
     core is left to whatever else runs on the machine."""
-    threads = int(os.environ.get("APPLY_EDIT_THREADS", max(1, (os.cpu_count() or 1) - 1)))
+    threads = thread_count()
     torch.set_num_threads(threads)
     return threads

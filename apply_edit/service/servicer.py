@@ -44,17 +44,24 @@ class Invalid(Exception):
     """A request the service refuses with INVALID_ARGUMENT; the message says what to fix."""
 
 
+def known_language(name: str) -> str:
+    """A request's language name if the table knows it, else "" (the path's extension decides). Free-form names
+    (up to ~1 MB each, outside max_request_bytes) must not reach per-name caches (parsers) or labels."""
+    return name.lower() if name.lower() in KNOWN_LANGUAGES else ""
+
+
+def check_model(given: str, served: str, field: str) -> None:
+    if given and given != served:
+        raise Invalid(f"unknown model {given!r}: this server serves {served!r} (or leave {field} empty)")
+
+
 def to_apply(msg: pb.ApplyRequest, model_name: str, max_request_bytes: int, default_k: int):
     """Proto request → (ApplyRequest, ApplyOptions), or Invalid with a message that says what to fix."""
     size = text_bytes(msg.original, msg.update, msg.instruction)
     if size > max_request_bytes:
         raise Invalid(f"request is {size} bytes; this server accepts at most {max_request_bytes} bytes of "
                       f"original + update + instruction")
-    # Only known language names go on (unknown ones: the path's extension decides). regions.parser_for caches
-    # a parser per name without bound, so free-form names (up to ~1 MB each, outside max_request_bytes)
-    # would pin memory per request.
-    language = msg.language.lower() if msg.language.lower() in KNOWN_LANGUAGES else ""
-    request = ApplyRequest(msg.original, msg.update, msg.instruction, language, msg.path)
+    request = ApplyRequest(msg.original, msg.update, msg.instruction, known_language(msg.language), msg.path)
     try:
         request.validate()
     except ApplyError as exc:
@@ -62,8 +69,7 @@ def to_apply(msg: pb.ApplyRequest, model_name: str, max_request_bytes: int, defa
     if not msg.update.strip() and not msg.instruction.strip():
         raise Invalid("update is empty; send the edit snippet (or at least an instruction)")
     o = msg.options
-    if o.model and o.model != model_name:
-        raise Invalid(f"unknown model {o.model!r}: this server serves {model_name!r} (or leave options.model empty)")
+    check_model(o.model, model_name, "options.model")
     method = o.method or "spec"
     if method not in METHODS:
         raise Invalid(f"unknown method {o.method!r}; use one of {', '.join(METHODS)}")
@@ -172,10 +178,8 @@ class ApplyEditServicer:
             raise Invalid(f"original is {size} bytes; this server accepts at most {self.max_request_bytes}")
         if not msg.original.strip():
             raise Invalid("original is empty; send the file to read ahead")
-        if msg.model and msg.model != service.model_name:
-            raise Invalid(f"unknown model {msg.model!r}: this server serves {service.model_name!r}")
-        language = msg.language.lower() if msg.language.lower() in KNOWN_LANGUAGES else ""
-        request = ApplyRequest(msg.original, "", "", language, msg.path)
+        check_model(msg.model, service.model_name, "model")
+        request = ApplyRequest(msg.original, "", "", known_language(msg.language), msg.path)
         try:
             held, seconds = service.warm(request, context.is_active)
         except NoPrefixStore as exc:
