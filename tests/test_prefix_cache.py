@@ -45,8 +45,11 @@ def test_bounded_in_bytes_least_recently_used_first():
     cache.store(c, layers_for(8))
     assert cache.bytes_held == 2 * per_prefix and len(cache) == 2
     assert cache.lookup(b, limit=8)[0] == 0 and cache.lookup(a, limit=8)[0] == 8 and cache.lookup(c, limit=8)[0] == 8
-    cache.store([4] * 24, layers_for(24))  # larger than the whole budget: not kept, nothing evicted for it
-    assert len(cache) == 2
+    cache.store([4] * 24, layers_for(24))  # larger than the whole budget: the granules that fit are kept
+    assert len(cache) == 1 and cache.bytes_held == 2 * per_prefix and cache.lookup([4] * 24, limit=24)[0] == 16
+    small = PrefixCache(max_bytes=per_prefix // 2 - 1, granule=GRANULE)  # not one granule
+    small.store(a, layers_for(8))
+    assert len(small) == 0 and small.bytes_held == 0
 
 
 def test_a_longer_prefix_replaces_the_stored_prefix_it_extends():
@@ -85,6 +88,7 @@ def test_a_prompt_read_from_a_stored_prefix_gets_the_logits_of_a_cold_read_bit_f
         target.reset()
         target.keep_prefixes(1 << 30)
         target.logits(first, [])  # stores its 3 whole chunks
+        assert target.prefix_cache.lookups == 1  # an empty store is looked in too
         target.reset()
         reads = []
         hook = target.model.register_forward_pre_hook(
@@ -114,6 +118,9 @@ def test_a_warm_up_stores_the_whole_chunks_of_a_prompt_start(target):
         assert target.cached == [] and target.prefix_cache.bytes_held > 0  # the request's cache is free again
         target.logits(long_prompt(2 * C + 40), [1, 2])
         assert target.reused == 2 * C
+        one_chunk = target.prefix_cache.bytes_held // 2
+        target.keep_prefixes(one_chunk + one_chunk // 2)  # a store too small for the whole start keeps what fits
+        assert target.prefill(long_prompt(2 * C + 10)) == C and target.prefix_cache.bytes_held == one_chunk
     finally:
         target.keep_prefixes(0)
         target.reset()

@@ -61,17 +61,20 @@ class PrefixCache:
         self.tokens_reused += best
         return best, [(k[..., :best, :], v[..., :best, :]) for k, v in self._entries[best_key].layers]
 
-    def store(self, tokens: Sequence[int], layers: Layers) -> None:
+    def store(self, tokens: Sequence[int], layers: Layers) -> int:
         """Keep the keys and values of `tokens` (a whole number of granules; the layers hold at least that
-        many positions, copied here). A stored prefix of these tokens is dropped: this one covers it."""
+        many positions, copied here), or of as many granules of them as the store can hold. A stored prefix
+        of these tokens is dropped: this one covers it. Returns how many tokens it keeps."""
         n = len(tokens)
         if n == 0 or n % self.granule:
             raise ValueError(f"a stored prefix is whole granules of {self.granule} tokens, not {n}")
+        per_token = sum((k[..., :1, :].nbytes + v[..., :1, :].nbytes) for k, v in layers)
+        n = min(n, self.max_bytes // (per_token * self.granule) * self.granule)
+        if n == 0:
+            return 0
         kept = [(k[..., :n, :].clone(), v[..., :n, :].clone()) for k, v in layers]
         nbytes = sum(k.nbytes + v.nbytes for k, v in kept)
-        if nbytes > self.max_bytes:
-            return
-        new = np.asarray(tokens, dtype=np.int64)
+        new = np.asarray(tokens[:n], dtype=np.int64)
         for key, entry in list(self._entries.items()):
             if len(entry.tokens) <= n and np.array_equal(entry.tokens, new[:len(entry.tokens)]):
                 self._drop(key)
@@ -80,6 +83,7 @@ class PrefixCache:
         self._entries[self._next_key] = _Entry(new, kept, nbytes)
         self._next_key += 1
         self.bytes_held += nbytes
+        return n
 
     def _drop(self, key: int) -> None:
         self.bytes_held -= self._entries.pop(key).nbytes

@@ -64,7 +64,8 @@ class TransformersTarget:
         self.prefix_cache: PrefixCache | None = None
         self.reused = 0  # prompt tokens of this request read from the prefix store
         self._whole_chunks = 0  # the cache's first tokens, read as whole chunks from position 0
-        self._stored = 0  # how many of those the prefix store holds
+        self._stored = 0  # how many of those were offered to the prefix store
+        self._held = 0  # how many of those it holds (fewer where they did not fit)
         self.interrupt: Callable[[], bool] = lambda: False  # set per request by whoever can cancel it
         self._cost: CostCurve | None = None
         self._cost_lock = threading.Lock()
@@ -117,20 +118,21 @@ class TransformersTarget:
     def reset(self) -> None:
         """Drop the KV cache (end of a request); stored prefixes stay."""
         self._cache, self.cached = None, []
-        self.reused = self._whole_chunks = self._stored = 0
+        self.reused = self._whole_chunks = self._stored = self._held = 0
 
     def _start_from_stored_prefix(self, seq: list[int], limit: int) -> int:
         """A fresh cache, holding the longest stored prefix of seq (at most `limit` tokens): its length."""
         from transformers import DynamicCache
 
-        found, layers = self.prefix_cache.lookup(seq, limit) if self.prefix_cache else (0, None)
+        found, layers = self.prefix_cache.lookup(seq, limit) if self.prefix_cache is not None else (0, None)
         self._cache = DynamicCache(layers, config=self.model.config)
-        self.reused = self._whole_chunks = self._stored = found
+        self.reused = self._whole_chunks = self._stored = self._held = found
         return found
 
     def _store_whole_chunks(self, seq: list[int]) -> None:
         if self.prefix_cache is not None and self._whole_chunks > self._stored:
-            self.prefix_cache.store(seq[:self._whole_chunks], [(l.keys, l.values) for l in self._cache.layers])
+            self._held = self.prefix_cache.store(seq[:self._whole_chunks],
+                                                 [(l.keys, l.values) for l in self._cache.layers])
             self._stored = self._whole_chunks
 
     def prefill(self, tokens: Sequence[int]) -> int:
@@ -142,7 +144,7 @@ class TransformersTarget:
         self.reset()
         if len(tokens) > PREFILL_CHUNK:  # the chunks before the last token (which is read with a block)
             self.logits(tokens[:len(tokens) // PREFILL_CHUNK * PREFILL_CHUNK + 1], [])
-        held = self._stored
+        held = self._held
         self.reset()
         return held
 
@@ -161,6 +163,7 @@ class TransformersTarget:
             self._cache.crop(keep - len(self.cached))  # negative: drop the rejected tail
             self._whole_chunks = min(self._whole_chunks, keep // PREFILL_CHUNK * PREFILL_CHUNK)
             self._stored = min(self._stored, self._whole_chunks)
+            self._held = min(self._held, self._whole_chunks)
         while len(prefix) - keep > PREFILL_CHUNK:
             if self.interrupt():
                 self.cached = seq[:keep]
