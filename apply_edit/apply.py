@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import Iterator
@@ -23,6 +24,7 @@ from .draft_length import AdaptiveK, CostCurve, RegionAdaptiveK
 from .drafting import DraftPlan, plan_drafting, token_lines
 from .merge import MergeCandidate, merge
 from .models.target import Interrupted, Target
+from .models.threads import choose_threads
 from .prompting import (DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor, Prompt, PromptFormat, TextStop,
                         build_prompt)
 from .proposers import no_draft
@@ -320,8 +322,15 @@ class Applier:
     def cost_curve(self) -> CostCurve:
         """Verify-pass cost by draft length on this target (`Target.cost_curve`). Under the model's lock:
         measuring runs passes on the target, which must not meet another request's decoding."""
-        with self._lock:
+        with self._holding_model():
             return self.target.cost_curve()
+
+    @contextmanager
+    def _holding_model(self) -> Iterator[int]:
+        """The model's lock, with torch's pool sized for what runs under it (models/threads.py): yields the
+        thread count."""
+        with self._lock:
+            yield choose_threads()
 
     def _draft_length(self, options: ApplyOptions, drafting: DraftPlan | None):
         if options.method == "plain" or options.k == 0:  # k 0: no drafts, whatever the method
@@ -389,7 +398,7 @@ class Applier:
             from .models.prompt_lookup import prompt_lookup_blocks
 
             blocks = prompt_lookup_blocks(self.target, self.tokenizer, plan.prompt_ids, plan.max_new, plan.fmt.close,
-                                          stats.decode, self._lock)
+                                          stats.decode, self._holding_model())
         else:
             typical = options.typical_threshold if options.acceptance == "typical" else None
             blocks = self.decode(plan.prompt_ids, plan.proposer, self._draft_length(options, plan.drafting),
@@ -415,12 +424,12 @@ class Applier:
         if limit and len(shared) >= limit:
             raise ApplyError(f"file too long for the model: {len(shared)} prompt tokens before the edit, its "
                              f"context is {limit}")
-        with self._lock:
+        with self._holding_model():
             return self.target.prefill(shared)
 
     def next_token_logits(self, tokens: list[int]):
         """The target's logits for the token after `tokens` (one pass, under the model's lock)."""
-        with self._lock:
+        with self._holding_model():
             self.target.reset()
             try:
                 return self.target.logits(tokens, [])[0].float()
@@ -433,7 +442,8 @@ class Applier:
     def decode(self, prompt, proposer, draft_length, max_new, sampling: Sampling, stop, stats: DecodeStats,
                cancel: threading.Event, typical_threshold: float | None = None) -> Iterator[list[int]]:
         """The engine on this target, one request at a time: the blocks of tokens it emits (eos included)."""
-        with self._lock:
+        with self._holding_model() as threads:
+            stats.threads = threads
             self.target.reset()
             self.target.interrupt = cancel.is_set
             run = Decoding(self.target, proposer, prompt, max_new, k=draft_length, sampling=sampling,

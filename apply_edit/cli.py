@@ -31,10 +31,11 @@ def _quiet_transformers() -> None:
 
 def _load_applier(args):
     from .apply import Applier
-    from .models.transformers_target import TransformersTarget, set_threads
+    from .models.threads import choose_threads
+    from .models.transformers_target import TransformersTarget
 
     _quiet_transformers()
-    set_threads()
+    choose_threads()
     t0 = time.perf_counter()
     target = TransformersTarget.load(args.model, dtype=args.dtype, log=_log)
     _log(f"model {args.model} ({str(target.dtype).replace('torch.', '')}) loaded in {time.perf_counter() - t0:.1f}s")
@@ -167,8 +168,8 @@ def cmd_apply(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .bench import (HEADER, completed_records, failure_summary, headline, is_bench_method, run_bench, summary,
-                        write_chart, write_json)
+    from .bench import (HEADER, completed_records, failure_summary, headline, is_bench_method, prefix_store_summary,
+                        run_bench, summary, write_chart, write_json)
     from .cases import load_cases
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -176,7 +177,7 @@ def cmd_bench(args) -> int:
     if unknown:
         raise CliError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}, "
                        f"spec-kN (fixed k = N), spec-adaptive, spec-typical-T (threshold T), spec-model, spec-again, "
-                       f"spec-warm, llama-plain, llama-ngram, llama-ngram-mod (llama.cpp's server), oracle or merge (no model)")
+                       f"spec-warm, spec-session, llama-plain, llama-ngram, llama-ngram-mod (llama.cpp's server), oracle or merge (no model)")
     if any(m.startswith("llama-") for m in methods):
         from .models.llama_server import llama_server_path
 
@@ -210,6 +211,7 @@ def cmd_bench(args) -> int:
     print(summary(records, methods))
     print(headline(records, methods))
     print(failure_summary(records, cases, methods))
+    print(prefix_store_summary(records, methods))
     for r in records:
         if r.divergence:
             print(f"{r.case} {r.method}: differs from plain at token {r.divergence['token_index']}: {r.divergence}")

@@ -78,6 +78,7 @@ class DecodeStats:
     total_s: float = 0.0
     prefill_s: float = 0.0  # the first target pass: the prompt (or what is not cached of it) + first token
     prompt_cached: int = 0  # prompt tokens read from the target's prefix store, not prefilled
+    threads: int = 0  # torch threads the request ran on (models/threads.py)
     propose_s: float = 0.0  # time spent inside the proposer
     blocks: list[BlockRecord] = field(default_factory=list)
 

@@ -156,25 +156,3 @@ def test_bench_runs_methods_side_by_side_and_writes_records(tmp_path, capsys):
                                                           ("js_edit_first_lines", "spec")]
     assert resumed[0] == plain and resumed[1] == judged
     assert "1 done before" in capsys.readouterr().err
-
-
-def test_torch_gets_every_core_but_one_unless_told(monkeypatch):
-    # A pool wider than the free cores stalls at every barrier: with one busy process beside it, 2 threads on
-    # 2 cores made each pass twice as slow, 1 thread hardly moved (README, "Reliability").
-    import torch
-
-    from apply_edit.models.transformers_target import set_threads
-
-    before = torch.get_num_threads()
-    try:
-        monkeypatch.delenv("APPLY_EDIT_THREADS", raising=False)
-        monkeypatch.setattr("os.cpu_count", lambda: 2)
-        assert set_threads() == 1 and torch.get_num_threads() == 1
-        monkeypatch.setattr("os.cpu_count", lambda: 16)
-        assert set_threads() == 15
-        monkeypatch.setattr("os.cpu_count", lambda: None)
-        assert set_threads() == 1
-        monkeypatch.setenv("APPLY_EDIT_THREADS", "2")
-        assert set_threads() == 2 and torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)

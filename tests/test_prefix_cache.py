@@ -61,6 +61,17 @@ def test_a_longer_prefix_replaces_the_stored_prefix_it_extends():
         cache.store(list(range(6)), layers_for(6))
 
 
+def test_only_prefixes_of_the_same_tag_are_read():
+    # the target tags entries with torch's thread count: in fp32 it changes the keys' and values' last bits
+    cache = PrefixCache(max_bytes=1 << 20, granule=GRANULE)
+    cache.store(list(range(8)), layers_for(8), tag=1)
+    assert cache.lookup(list(range(8)), limit=8, tag=2) == (0, None)
+    cache.store(list(range(8)), layers_for(8, fill=2.0), tag=2)  # does not replace the other tag's
+    assert len(cache) == 2
+    assert cache.lookup(list(range(8)), limit=8, tag=1)[1][0][0][0, 0, 0, 0] == 1.0
+    assert cache.lookup(list(range(8)), limit=8, tag=2)[1][0][0][0, 0, 0, 0] == 2.0
+
+
 @pytest.fixture(scope="module")
 def target():
     from apply_edit.models.transformers_target import TransformersTarget

@@ -4,8 +4,8 @@ Each recorded case runs through the real default model with `--pipeline model` (
 no merge or checks: what a prompt or drafting change could break) and must still be exact. Cases not
 recorded as exact are skipped before the model runs: a wrong output changing is no regression, and on a
 2-core CPU without AMX each case costs a minute. Outputs are recorded per model and dtype in
-tests/regression/<model>-<dtype>.json (today: bfloat16, from a CPU with AMX; where `auto` picks
-another dtype, the suite is skipped). Re-record after a deliberate change (a better prompt) with:
+tests/regression/<model>-<dtype>.json (bfloat16 from a CPU with AMX, float32 from one without: `auto`
+picks bf16 only with AMX), on one torch thread. Re-record after a deliberate change (a better prompt) with:
 APPLY_EDIT_RECORD=1 .venv/bin/python -m pytest tests/test_regression.py  (then every case runs).
 """
 
@@ -34,7 +34,11 @@ def sha(text: str) -> str:
 @pytest.fixture(scope="module", params=MODELS)
 def model_run(request):
     name = request.param
-    # Greedy outputs depend on the dtype (near-ties round differently): records are per model and dtype.
+    # Greedy outputs depend on the dtype (near-ties round differently): records are per model and dtype. In
+    # fp32 they depend on torch's thread count too: recorded, and run, on one thread.
+    patch = pytest.MonkeyPatch()
+    patch.setenv("APPLY_EDIT_THREADS", "1")
+    request.addfinalizer(patch.undo)
     dtype = str(default_dtype()).replace("torch.", "")
     path = RECORDS / f"{name}-{dtype}.json"
     recorded = json.loads(path.read_text()) if path.exists() else {}

@@ -361,9 +361,9 @@ class LlamaServer:
         self.gguf = Path(gguf) if gguf is not None else model_gguf(log=log)
         self.ctx = ctx
         if threads is None:
-            from .transformers_target import thread_count  # the same policy as our engine's
+            from .threads import most_threads  # as many as our engine may take
 
-            threads = thread_count()
+            threads = most_threads()
         self.threads = threads
         self.spec = Speculation(spec) if isinstance(spec, str) else spec
         binary = binary or llama_server_path()

@@ -4,7 +4,9 @@ again: an agent's retry, several snippets tried on one file, a warm-up call) pre
 Exact by construction: the target reads a prompt in chunks at fixed positions (multiples of its chunk
 length), and only whole chunks are stored and reused. So every reused key and value was computed from
 the same tokens, in the same chunk, over the same earlier keys and values as a cold prefill computes it:
-the same numbers bit for bit, and the output of a request is the same with or without the store.
+the same numbers bit for bit, and the output of a request is the same with or without the store. Where
+something else changes the numbers (torch's thread count, in fp32), it is the entries' tag: only prefixes
+of the same tag are read.
 Bounded in bytes; the least recently used prefix goes first.
 """
 
@@ -25,6 +27,7 @@ class _Entry:
     tokens: np.ndarray
     layers: Layers
     nbytes: int
+    tag: object
 
 
 class PrefixCache:
@@ -42,13 +45,15 @@ class PrefixCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def lookup(self, tokens: Sequence[int], limit: int) -> tuple[int, Layers | None]:
+    def lookup(self, tokens: Sequence[int], limit: int, tag: object = None) -> tuple[int, Layers | None]:
         """The longest stored prefix of `tokens`, in whole granules and at most `limit` tokens: how many
         tokens it covers and their keys and values (views: the caller copies them into its own cache)."""
         self.lookups += 1
         want = np.asarray(tokens[:limit], dtype=np.int64)
         best, best_key = 0, None
         for key, entry in self._entries.items():
+            if entry.tag != tag:
+                continue
             n = min(len(entry.tokens), len(want))
             differ = np.flatnonzero(entry.tokens[:n] != want[:n])
             common = (int(differ[0]) if differ.size else n) // self.granule * self.granule
@@ -61,7 +66,7 @@ class PrefixCache:
         self.tokens_reused += best
         return best, [(k[..., :best, :], v[..., :best, :]) for k, v in self._entries[best_key].layers]
 
-    def store(self, tokens: Sequence[int], layers: Layers) -> int:
+    def store(self, tokens: Sequence[int], layers: Layers, tag: object = None) -> int:
         """Keep the keys and values of `tokens` (a whole number of granules; the layers hold at least that
         many positions, copied here), or of as many granules of them as the store can hold. A stored prefix
         of these tokens is dropped: this one covers it. Returns how many tokens it keeps."""
@@ -76,11 +81,11 @@ class PrefixCache:
         nbytes = sum(k.nbytes + v.nbytes for k, v in kept)
         new = np.asarray(tokens[:n], dtype=np.int64)
         for key, entry in list(self._entries.items()):
-            if len(entry.tokens) <= n and np.array_equal(entry.tokens, new[:len(entry.tokens)]):
+            if entry.tag == tag and len(entry.tokens) <= n and np.array_equal(entry.tokens, new[:len(entry.tokens)]):
                 self._drop(key)
         while self._entries and self.bytes_held + nbytes > self.max_bytes:
             self._drop(next(iter(self._entries)))
-        self._entries[self._next_key] = _Entry(new, kept, nbytes)
+        self._entries[self._next_key] = _Entry(new, kept, nbytes, tag)
         self._next_key += 1
         self.bytes_held += nbytes
         return n

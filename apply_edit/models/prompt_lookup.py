@@ -6,7 +6,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Iterator
+from typing import ContextManager, Iterator
 
 import torch
 
@@ -14,9 +14,9 @@ PROMPT_LOOKUP_TOKENS = 10  # transformers' own suggestion for prompt_lookup_num_
 
 
 def prompt_lookup_blocks(target, tokenizer, prompt: list[int], max_new: int, close: str, stats,
-                         lock: threading.Lock) -> Iterator[list[int]]:
+                         holding_model: ContextManager) -> Iterator[list[int]]:
     """The baseline's new tokens as transformers streams them; `stats` gets its prefill time, tokens and
-    forward passes. `target`: a `TransformersTarget` (its model generates); `lock`: the model's."""
+    forward passes. `target`: a `TransformersTarget` (its model generates); `holding_model`: its lock."""
     model, pieces = target.model, queue.Queue()
     passes = [0]
     hook = model.register_forward_pre_hook(lambda *_: passes.__setitem__(0, passes[0] + 1))
@@ -34,7 +34,8 @@ def prompt_lookup_blocks(target, tokenizer, prompt: list[int], max_new: int, clo
         except BaseException as exc:  # surfaced in the consuming thread
             pieces.put(exc)
 
-    with lock:
+    with holding_model as threads:
+        stats.threads = threads
         worker = threading.Thread(target=generate, daemon=True)
         worker.start()
         try:

@@ -3,7 +3,6 @@ and rolled back."""
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 from typing import Callable, Sequence
@@ -16,11 +15,13 @@ from .prefix_cache import PrefixCache
 from .registry import DEFAULT_MODEL, cache_root, resolve
 from .target import Interrupted
 
-# Measured on the 2-core CPU here (Qwen2.5-Coder-0.5B): bf16 prefills 2.5x faster than fp32 and verifies
-# blocks far cheaper (AMX). Without AMX/avx512_bf16 fp32 wins.
+# bf16 only where the CPU multiplies it in hardware tiles (AMX). Measured on 2-core CPUs, Qwen2.5-Coder-0.5B:
+# with AMX bf16 prefills 2.5x faster than fp32 and verifies blocks far cheaper; with avx512_bf16 but no AMX,
+# bf16 is the slower one (1 thread: a 1,024-token prefill 12.6 s against 8.5, a 32-token verify pass 724
+# against 647 ms; 2 threads: 6.2 s against 4.4).
 def default_dtype() -> torch.dtype:
     flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    return torch.bfloat16 if ("amx_bf16" in flags or "avx512_bf16" in flags) else torch.float32
+    return torch.bfloat16 if "amx_bf16" in flags else torch.float32
 
 
 DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp32": torch.float32, "float32": torch.float32}
@@ -124,15 +125,17 @@ class TransformersTarget:
         """A fresh cache, holding the longest stored prefix of seq (at most `limit` tokens): its length."""
         from transformers import DynamicCache
 
-        found, layers = self.prefix_cache.lookup(seq, limit) if self.prefix_cache is not None else (0, None)
+        found, layers = (self.prefix_cache.lookup(seq, limit, tag=torch.get_num_threads())
+                         if self.prefix_cache is not None else (0, None))
         self._cache = DynamicCache(layers, config=self.model.config)
         self.reused = self._whole_chunks = self._stored = self._held = found
         return found
 
     def _store_whole_chunks(self, seq: list[int]) -> None:
         if self.prefix_cache is not None and self._whole_chunks > self._stored:
-            self._held = self.prefix_cache.store(seq[:self._whole_chunks],
-                                                 [(l.keys, l.values) for l in self._cache.layers])
+            layers = [(l.keys, l.values) for l in self._cache.layers]
+            # tagged: in fp32 the sums (so the keys and values) differ by torch's thread count
+            self._held = self.prefix_cache.store(seq[:self._whole_chunks], layers, tag=torch.get_num_threads())
             self._stored = self._whole_chunks
 
     def prefill(self, tokens: Sequence[int]) -> int:
@@ -186,22 +189,3 @@ class TransformersTarget:
 
     def next_dist(self, seq: Sequence[int]) -> list[float]:
         return self.score_block(seq, [])[0]
-
-
-def thread_count() -> int:
-    """Threads for the one model (torch's, and llama.cpp's in the bench): every core but one, or
-    `APPLY_EDIT_THREADS`. Why one core is left free: `set_threads`."""
-    return int(os.environ.get("APPLY_EDIT_THREADS", max(1, (os.cpu_count() or 1) - 1)))
-
-
-def set_threads() -> int:
-    """Torch threads for the one model (`thread_count`); returns the number.
-
-    Measured on a 2-core CPU (default model, fp32; README, "Reliability"): idle, 2 threads made a
-    32-token verify pass 20% faster than 1 (1.14 s against 1.42 s) and a 1-token pass no faster (182 against
-    167 ms); with one CPU-bound process beside it, 2 threads doubled both (2.74 s, 344 ms) while 1 thread
-    hardly moved (1.48 s, 174 ms). A thread pool wider than the free cores stalls at every barrier, so one
-    core is left to whatever else runs on the machine."""
-    threads = thread_count()
-    torch.set_num_threads(threads)
-    return threads

@@ -24,7 +24,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from ..apply import Applier, ApplyOptions
-from ..models.transformers_target import TransformersTarget, set_threads
+from ..models.threads import choose_threads
+from ..models.transformers_target import TransformersTarget
 from .client import keepalive_options
 from .core import ModelService
 from .metrics import Metrics
@@ -124,7 +125,7 @@ class ApplyServer:
 
     def load_model(self, target: TransformersTarget | None = None) -> None:
         if target is None:
-            set_threads()
+            choose_threads()
             # A server starts rarely and runs long: every cached weight file is re-hashed before serving.
             target = TransformersTarget.load(self.model_name, dtype=self.dtype, log=self.log, full_hash=True)
         target.keep_prefixes(self.prefix_cache_bytes)  # a file's next apply, or its warm-up, reads on from here
