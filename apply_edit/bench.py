@@ -12,6 +12,7 @@ import json
 import re
 import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from .decide import ApplyRefused, Judge
 from .failures import KINDS, failure_kinds
 from .files import write_atomic
 from .merge import merge
+from .models.prefix_cache import PrefixCache
+from .models.transformers_target import PREFILL_CHUNK
 from .proposers import SuffixArrayProposer
 
 NEAR_TIE_LOGIT_GAP = 0.25  # ~ two bf16 steps at the logit magnitudes seen here
@@ -84,9 +87,12 @@ def bench_method_options(method: str, options: ApplyOptions) -> ApplyOptions:
 
 
 # `spec-model` on a target that keeps prompt prefixes, after what fills the store: the same apply once before
-# (`spec-again`: an agent's retry) or a warm-up of the file (`spec-warm`: the editor read it ahead). Only the
-# apply after it is timed; its output must equal `spec-model`'s (the store is exact).
-PREFIX_METHODS = ("spec-again", "spec-warm")
+# (`spec-again`: an agent's retry), a warm-up of the file (`spec-warm`: the editor read it ahead), or whatever
+# the run's earlier cases left in one store kept across the run (`spec-session`: a file's edits in turn, or
+# alternative snippets for one file, as the fixtures' `*_session_*_N_*` and `*_alt_*` cases are, run in name
+# order; a resumed run starts that store empty). Only the apply itself is timed; its output must equal
+# `spec-model`'s (the store is exact).
+PREFIX_METHODS = ("spec-again", "spec-warm", "spec-session")
 PREFIX_STORE_BYTES = 1 << 30
 
 
@@ -116,7 +122,8 @@ def merge_record(case: EditCase) -> Record:
 
 
 def run_case(applier: Applier | None, case: EditCase, method: str, options: ApplyOptions,
-             reference: list[int] | None = None) -> Record:
+             reference: list[int] | None = None, session: PrefixCache | None = None) -> Record:
+    """One method on one case; `session`: the prefix store `spec-session` keeps across the run."""
     if method == "merge":
         return merge_record(case)
     opts = bench_method_options(method, options)
@@ -127,6 +134,9 @@ def run_case(applier: Applier | None, case: EditCase, method: str, options: Appl
         # Copying from the target's own output: exactly that output while aligned, and it realigns if
         # this run departs from the reference at a near-tie.
         proposer = SuffixArrayProposer([reference])
+    if method == "spec-session":
+        with _prefix_store(applier, session):
+            return _record(applier.stream(case.request(), opts), case, method)
     if method in PREFIX_METHODS:
         return _after_filling_the_prefix_store(applier, case, method, opts)
     if method in LLAMA_METHODS:
@@ -135,9 +145,24 @@ def run_case(applier: Applier | None, case: EditCase, method: str, options: Appl
     return _record(applier.stream(case.request(), opts, proposer=proposer), case, method)
 
 
-def _after_filling_the_prefix_store(applier: Applier, case: EditCase, method: str, opts: ApplyOptions) -> Record:
-    applier.target.keep_prefixes(PREFIX_STORE_BYTES)
+def new_prefix_store() -> PrefixCache:
+    return PrefixCache(PREFIX_STORE_BYTES, PREFILL_CHUNK)
+
+
+@contextmanager
+def _prefix_store(applier: Applier, store: PrefixCache):
+    """The target reads and fills `store` inside the block; the other methods run without one."""
+    if store is None:
+        raise ValueError("spec-session needs the run's prefix store")
+    applier.target.prefix_cache = store
     try:
+        yield
+    finally:
+        applier.target.prefix_cache = None
+
+
+def _after_filling_the_prefix_store(applier: Applier, case: EditCase, method: str, opts: ApplyOptions) -> Record:
+    with _prefix_store(applier, new_prefix_store()):
         t0 = time.perf_counter()
         if method == "spec-again":
             applier.stream(case.request(), opts).result()
@@ -145,8 +170,6 @@ def _after_filling_the_prefix_store(applier: Applier, case: EditCase, method: st
             applier.warm(case.request(), opts)
         before_s = time.perf_counter() - t0
         record = _record(applier.stream(case.request(), opts), case, method)
-    finally:
-        applier.target.keep_prefixes(0)
     record.stats["before_s"] = before_s  # the untimed apply or warm-up before it
     return record
 
@@ -222,10 +245,11 @@ def run_bench(applier: Applier | None, cases: list[EditCase], methods: list[str]
         applier.stream(cases[0].request(), replace(options, method="plain", max_new_tokens=4)).result()
         applier.cost_curve()  # measured once per model and dtype, before any timed run
     records = []
+    session = new_prefix_store() if "spec-session" in methods else None
     for case in cases:
         by_method = {}
         for method in methods:
-            rec = run_case(applier, case, method, options, oracle_reference(by_method))
+            rec = run_case(applier, case, method, options, oracle_reference(by_method), session)
             by_method[method] = rec
             records.append(rec)
         plain = by_method.get("plain")
@@ -344,6 +368,29 @@ def headline(records: list[Record], methods: list[str], method: str = "spec") ->
                      f" of the oracle drafter's {o.tokens_per_pass:.2f}")
     lines.append(f"{method} proposer + planning: {t.overhead / max(t.wall, 1e-9):.2%} of wall time")
     return "\n".join(lines)
+
+
+def prefix_store_summary(records: list[Record], methods: list[str]) -> str:
+    """Each prefix-store method's TTFT against `spec-model`'s cold one on the same cases (for `spec-session`,
+    the cases that found something stored: a file's later edits), and whether the outputs stayed equal."""
+    cold = {r.case: r for r in records if r.method == "spec-model"} if "spec-model" in methods else {}
+    lines = []
+    for m in (m for m in PREFIX_METHODS if m in methods and cold):
+        pairs = [(r, cold[r.case]) for r in records if r.method == m and r.case in cold]
+        if m == "spec-session":
+            pairs = [(r, c) for r, c in pairs if r.stats.get("prompt_cached")]
+        if not pairs:
+            lines.append(f"{m}: no case started from a stored prefix")
+            continue
+        warm, base = sum(r.ttft_s for r, _ in pairs), sum(c.ttft_s for _, c in pairs)
+        shares = sorted(r.ttft_s / max(c.ttft_s, 1e-9) for r, c in pairs)
+        reused = sum(r.stats.get("prompt_cached", 0) for r, _ in pairs)
+        prompt = sum(r.stats.get("prompt_tokens", 0) for r, _ in pairs)
+        lines.append(f"{m}: TTFT {warm:.1f} s against spec-model's {base:.1f} s ({warm / max(base, 1e-9):.0%}) on "
+                     f"{len(pairs)} cases, per case {shares[0]:.0%} to {shares[-1]:.0%} (median "
+                     f"{shares[len(shares) // 2]:.0%}); {reused} of {prompt} prompt tokens from the store; outputs "
+                     f"equal to spec-model's {sum(r.output == c.output for r, c in pairs)}/{len(pairs)}")
+    return "\n".join([""] + lines) if lines else ""
 
 
 def write_json(records: list[Record], path: str | Path) -> None:

@@ -1,4 +1,8 @@
-from apply_edit.bench import Record, failure_summary, headline, oracle_reference
+from dataclasses import replace
+
+import pytest
+
+from apply_edit.bench import Record, failure_summary, headline, oracle_reference, prefix_store_summary, run_bench
 from apply_edit.cases import load_cases
 from conftest import FIXTURES
 
@@ -64,3 +68,40 @@ def test_failure_summary_counts_exact_outputs_and_failure_kinds_per_method():
     assert lines[3].split() == ["spec", "1/2", "1/1", "0/1", "1", "0", "0", "0", "0", "0", "0", "0"]
     assert lines[5].split() == ["spec", "merge", "1/1", "exact"]
     assert lines[6].split() == ["spec", "refused", "0/1", "exact"]
+
+
+def test_prefix_store_summary_sets_each_method_against_the_cold_apply():
+    def rec(case, method, ttft, cached, output="x"):
+        return Record(case, method, ttft + 1.0, ttft, 1, 1, output, True,
+                      stats={"prompt_cached": cached, "prompt_tokens": 1000})
+
+    records = [rec("a_1", "spec-model", 10.0, 0), rec("a_1", "spec-session", 10.0, 0),
+               rec("a_2", "spec-model", 10.0, 0), rec("a_2", "spec-session", 2.0, 512),
+               rec("a_3", "spec-model", 20.0, 0), rec("a_3", "spec-session", 8.0, 512, output="y"),
+               rec("a_3", "spec-again", 1.0, 1000)]
+    lines = prefix_store_summary(records, ["spec-model", "spec-session", "spec-again"]).splitlines()
+    # spec-session counts only the cases that found something stored: a_1 was the file's first edit
+    assert lines[1:] == ["spec-again: TTFT 1.0 s against spec-model's 20.0 s (5%) on 1 cases, per case 5% to 5% "
+                         "(median 5%); 1000 of 1000 prompt tokens from the store; outputs equal to spec-model's 1/1",
+                         "spec-session: TTFT 10.0 s against spec-model's 30.0 s (33%) on 2 cases, per case 20% to 40% "
+                         "(median 40%); 1024 of 2000 prompt tokens from the store; outputs equal to spec-model's 1/2"]
+    assert prefix_store_summary(records, ["spec-session"]) == ""  # nothing cold to set it against
+
+
+@pytest.mark.model
+def test_a_session_of_edits_to_one_file_reads_what_the_earlier_ones_stored():
+    from apply_edit.apply import Applier, ApplyOptions
+    from apply_edit.models.transformers_target import TransformersTarget
+
+    first = load_cases(FIXTURES, ["py_multi_hunk_dataclass"])[0]
+    # another snippet for the same file, as an agent's second try (the store holds the file's whole chunks)
+    second = replace(first, name=first.name + "_retry", update="# ... existing code ...\nimport sys\n")
+    applier = Applier(TransformersTarget.load("smollm2-135m", dtype="fp32"))
+    methods = ["spec-model", "spec-session"]
+    records = run_bench(applier, [first, second], methods, ApplyOptions(max_new_tokens=8), log=lambda _: None)
+    by = {(r.case, r.method): r for r in records}
+    assert by[first.name, "spec-session"].stats["prompt_cached"] == 0  # the file's first apply: nothing stored yet
+    assert by[second.name, "spec-session"].stats["prompt_cached"] >= 512
+    assert all(by[c.name, "spec-session"].output == by[c.name, "spec-model"].output for c in (first, second))
+    assert applier.target.prefix_cache is None  # the other methods ran without the store
+    assert "outputs equal to spec-model's 1/1" in prefix_store_summary(records, methods)
