@@ -298,6 +298,7 @@ class RequestPlan:
     proposer: object  # what drafts: the copy drafter, `no_draft` (plain), or one the caller gave
     drafting: DraftPlan | None = None  # the copy drafter's references and regions (spec, spec-fixed)
     plan_s: float = 0.0  # building the drafting plan, the merge it drafts from included
+    shared: int = 0  # the prompt's first tokens, through the file, that every apply to this file shares
 
     @property
     def stop_marker(self) -> str:
@@ -344,6 +345,16 @@ class Applier:
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
+    def _shared_start(self, prompt: Prompt, prompt_ids: list[int]) -> int:
+        """How many of the prompt's tokens come before the end of the file (system, file): what every apply
+        to this file, and its warm-up, starts with. Where the tokens across the end of the file merge, the
+        ones before it."""
+        before = self._encode(prompt.text[:prompt.documents["original"][1]])
+        n = 0
+        while n < min(len(before), len(prompt_ids)) and before[n] == prompt_ids[n]:
+            n += 1
+        return n
+
     def plan(self, request: ApplyRequest, options: ApplyOptions, proposer=None) -> RequestPlan:
         """Build a request's inputs once: the merge where it is needed, the prompt, the token ids, the
         drafting plan. `proposer` replaces the copy drafter (the bench's oracle uses it)."""
@@ -374,7 +385,8 @@ class Applier:
         elif proposer is None:
             proposer = no_draft  # plain (prompt-lookup drafts inside transformers)
         return RequestPlan(request, options, fmt, candidate, prompt, prompt_ids, max_new,
-                           request.judge if options.judged else None, proposer, drafting, plan_s)
+                           request.judge if options.judged else None, proposer, drafting, plan_s,
+                           self._shared_start(prompt, prompt_ids))
 
     def stream(self, request: ApplyRequest, options: ApplyOptions | None = None, proposer=None) -> ApplyRun:
         """Start an apply: the merge's answer where it is sound (the `checked` pipeline), else the model's
@@ -404,7 +416,7 @@ class Applier:
             blocks = self.decode(plan.prompt_ids, plan.proposer, self._draft_length(options, plan.drafting),
                                  plan.max_new, Sampling(options.temperature, options.top_p, options.seed),
                                  TextStop(self.tokenizer, plan.stop_marker), stats.decode, cancel,
-                                 typical_threshold=typical)
+                                 typical_threshold=typical, cuts=(plan.shared,))
         drafted_from = plan.drafting.candidate if plan.drafting else None
         return ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start,
                         candidate=drafted_from.text if drafted_from else None, judge=plan.judge, cancel=cancel)
@@ -412,14 +424,15 @@ class Applier:
     def warm(self, request: ApplyRequest, options: ApplyOptions | None = None) -> int:
         """Read the start that every apply to this file shares (its prompt up to the end of the original) into
         the target's prefix store, before the edit exists: an apply that follows prefills only the rest.
-        Returns how many tokens of it the store holds (whole chunks; 0 for a file shorter than one)."""
+        Returns how many tokens of it the store holds (all, unless the store is too small for them)."""
         options = options or ApplyOptions()
         options.validate()
         if getattr(self.target, "prefix_cache", None) is None:
             raise NoPrefixStore("this model keeps no prompt prefixes (serve with --prefix-cache-mb above 0)")
         prompt = build_prompt(self.tokenizer, FORMATS[options.prompt_format], request.original, "", "",
                               request.language_resolved, merged="")
-        shared = self._encode(prompt.text[:prompt.documents["original"][1]])
+        prompt_ids = self._encode(prompt.text)
+        shared = prompt_ids[:self._shared_start(prompt, prompt_ids)]
         limit = self.context_limit()
         if limit and len(shared) >= limit:
             raise ApplyError(f"file too long for the model: {len(shared)} prompt tokens before the edit, its "
@@ -440,11 +453,13 @@ class Applier:
         return self.target.context_limit()
 
     def decode(self, prompt, proposer, draft_length, max_new, sampling: Sampling, stop, stats: DecodeStats,
-               cancel: threading.Event, typical_threshold: float | None = None) -> Iterator[list[int]]:
-        """The engine on this target, one request at a time: the blocks of tokens it emits (eos included)."""
+               cancel: threading.Event, typical_threshold: float | None = None,
+               cuts: tuple[int, ...] = ()) -> Iterator[list[int]]:
+        """The engine on this target, one request at a time: the blocks of tokens it emits (eos included).
+        `cuts`: where the prompt's reading ends a pass (`Target.reset`)."""
         with self._holding_model() as threads:
             stats.threads = threads
-            self.target.reset()
+            self.target.reset(cuts)
             self.target.interrupt = cancel.is_set
             run = Decoding(self.target, proposer, prompt, max_new, k=draft_length, sampling=sampling,
                            eos=self.target.eos_ids(), stop=stop, stats=stats, typical_threshold=typical_threshold)

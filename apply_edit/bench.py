@@ -25,7 +25,6 @@ from .failures import KINDS, failure_kinds
 from .files import write_atomic
 from .merge import merge
 from .models.prefix_cache import PrefixCache
-from .models.transformers_target import PREFILL_CHUNK
 from .proposers import SuffixArrayProposer
 
 NEAR_TIE_LOGIT_GAP = 0.25  # ~ two bf16 steps at the logit magnitudes seen here
@@ -146,7 +145,7 @@ def run_case(applier: Applier | None, case: EditCase, method: str, options: Appl
 
 
 def new_prefix_store() -> PrefixCache:
-    return PrefixCache(PREFIX_STORE_BYTES, PREFILL_CHUNK)
+    return PrefixCache(PREFIX_STORE_BYTES)
 
 
 @contextmanager

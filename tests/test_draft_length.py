@@ -138,7 +138,7 @@ class TimedStub:
     def context_limit(self):
         return self.limit
 
-    def reset(self):
+    def reset(self, cuts=()):
         pass
 
     def logits(self, prefix, block):

@@ -76,6 +76,7 @@ def test_a_plan_is_built_once_with_the_documents_placed_and_a_warm_up_needs_a_pr
     assert plan.prompt.text[slice(*spans["merged"])] == plan.candidate.text
     # The file comes first, so every apply to it shares the prompt's start up to its end.
     assert spans["original"] < spans["update"] < spans["merged"]
+    assert plan.shared == len(plan.prompt.text[:spans["original"][1]].encode())  # where the prompt's reading cuts
     assert plan.prompt_ids == list(plan.prompt.text.encode()) and plan.drafting is not None
     assert plan.max_new == len(case.original.encode()) + len(case.update.encode()) + 64
     run = applier.run(plan)

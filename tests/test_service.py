@@ -321,18 +321,20 @@ def test_sigterm_drains_in_flight_requests_and_refuses_new_ones(small_edit):
 def test_warm_reads_a_file_ahead_so_its_apply_prefills_only_the_rest(server, channel):
     from apply_edit.service.client import warm
 
-    case = load_case(FIXTURES / "go_add_struct_method")  # ~800 prompt tokens: one whole chunk to keep
+    case = load_case(FIXTURES / "go_add_struct_method")
     options = ApplyOptions(max_new_tokens=8, pipeline="model")
+    shared = server.model.applier.plan(case.request(), options).shared  # system and file: ~800 tokens
+    assert shared > 512
     store = server.model.applier.target.prefix_cache
     store.clear()
     cold = RemoteRun(channel, case.request(), options)
     cold_text = cold.result()
     assert cold.stats.decode.prompt_cached == 0
     store.clear()
-    assert warm(channel, case.request()).tokens_held == 512
-    assert warm(channel, case.request()).tokens_held == 512  # already held: kept, not read twice
+    assert warm(channel, case.request()).tokens_held == shared  # all of it, not whole chunks only
+    assert warm(channel, case.request()).tokens_held == shared  # already held: kept, not read twice
     again = RemoteRun(channel, case.request(), options)
-    assert again.result() == cold_text and again.stats.decode.prompt_cached == 512
+    assert again.result() == cold_text and again.stats.decode.prompt_cached == shared
     metrics = urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).read().decode()
     assert 'apply_edit_warmups_total{status="OK"} 2.0' in metrics
     assert "apply_edit_prefix_cache_hits" in metrics

@@ -48,27 +48,45 @@ def restore_threads():
 def test_every_core_while_others_are_idle_and_one_left_free_when_something_runs(tmp_path, monkeypatch,
                                                                                  restore_threads):
     machine = Machine(tmp_path, monkeypatch)
-    policy = threads.ThreadPolicy()
-    assert policy.threads == 1  # every core but one until a window has been seen
-    machine.run(1.0, others=0.1)  # a shell, an idle editor
+    policy = threads.ThreadPolicy(sample_every_s=None)  # sampled when asked: the test's clock decides
+    machine.run(0.1)
+    assert policy.choose() == 1  # every core but one until a window has been seen
+    machine.run(1.0, others=0.3)  # a shell, an idle editor
     assert policy.choose() == 2 and torch.get_num_threads() == 2
     machine.run(2.0, others=0.7, own=1.3)  # a CPU-bound process started while this one ran on both cores
     assert policy.choose() == 1 and torch.get_num_threads() == 1
-    machine.run(0.1, others=0.0, own=1.0)  # too short a window to judge: the last choice stands
+    machine.run(0.3, others=1.0, own=1.0)
     assert policy.choose() == 1
-    machine.run(1.0, others=0.0, own=1.0)  # it ended: this process's own work does not count against it
+    machine.run(1.0, others=0.0, own=1.0)  # it ended; over the last two seconds it still counts
+    assert policy.choose() == 1
+    machine.run(1.5, others=0.0, own=1.0)  # this process's own work does not count against it
     assert policy.choose() == 2
-    machine.run(1.0, others=2.0)
+    machine.run(0.2, others=2.0)  # a burst: too little of the window to cost a thread
+    assert policy.choose() == 2
+    machine.run(2.0, others=2.0)
     assert policy.choose() == 1  # never fewer than one
 
 
 def test_a_pinned_count_wins_and_without_proc_stat_one_core_is_left(tmp_path, monkeypatch, restore_threads):
     machine = Machine(tmp_path, monkeypatch)
-    policy = threads.ThreadPolicy()
+    policy = threads.ThreadPolicy(sample_every_s=None)
     monkeypatch.setenv("APPLY_EDIT_THREADS", "3")
     machine.run(1.0)
     assert policy.choose() == 3 and torch.get_num_threads() == 3 and threads.most_threads() == 3
     monkeypatch.delenv("APPLY_EDIT_THREADS")
     machine.stat.unlink()
     machine.run(1.0)
-    assert threads.ThreadPolicy().choose() == 1  # two CPUs, no way to see their load: the fixed rule
+    assert threads.ThreadPolicy(sample_every_s=None).choose() == 1  # no way to see the load: the fixed rule
+
+
+@pytest.mark.skipif(not threads.PROC_STAT.exists(), reason="no /proc/stat here")
+def test_a_daemon_samples_the_load_between_requests(restore_threads, monkeypatch):
+    import time
+
+    monkeypatch.delenv("APPLY_EDIT_THREADS", raising=False)
+    policy = threads.ThreadPolicy(sample_every_s=0.05)
+    policy.choose()
+    time.sleep(0.5)
+    assert policy._sampler.daemon and policy._sampler.is_alive()
+    assert 4 <= len(policy._samples)  # the window's samples (its start kept: 2 s have not passed)
+    assert 1 <= policy.choose() <= len(policy.cpus)

@@ -23,7 +23,7 @@ class FunctionModel:
         self.eos = set(eos)
         self.interrupt: Callable[[], bool] = lambda: False
 
-    def reset(self) -> None:
+    def reset(self, cuts=()) -> None:
         pass  # no cache
 
     def context_limit(self) -> int | None:

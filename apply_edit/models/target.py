@@ -24,8 +24,9 @@ class Target(Protocol):
         """ONE pass: a row of logits (or log-probabilities) after prefix, prefix+block[:1], ..., prefix+block.
         May raise `Interrupted`."""
 
-    def reset(self) -> None:
-        """Forget the request (its KV cache)."""
+    def reset(self, cuts: Sequence[int] = ()) -> None:
+        """Forget the request (its KV cache). `cuts`: prompt positions where a target that stores prompt
+        prefixes should end a pass (where what later prompts share ends); others ignore them."""
 
     def context_limit(self) -> int | None:
         """The most tokens (prompt and output) it takes; None when unbounded or unknown."""

@@ -4,7 +4,8 @@ Measured on a 2-core CPU (default model, bf16 without AMX, 12-02; README, "Threa
 prefill 1,024 tokens in 6.9 s against 12.4 s on 1, and verify a 32-token block in 396 against 646 ms; with one
 CPU-bound process beside it, 2 threads are the slower (16.8 s and 1,211 ms against 13.0 s and 695 ms): a pool
 wider than the free cores stalls at every barrier. So every core is used while the others are idle, and a
-core is left to whatever else runs as soon as something does (the fixed rule before was every core but one).
+core is left to whatever else has kept one busy over the last two seconds (the fixed rule before was every
+core but one).
 
 The choice is made once per request, not per pass, so that a request reads the whole prompt and its blocks
 with one thread count: in fp32 the thread count changes the last bits of the logits (2.9e-5 here; bf16 here
@@ -17,16 +18,22 @@ import math
 import os
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 import torch
 
 PROC_STAT = Path("/proc/stat")
+# The load is read over the last WINDOW_S, from samples taken every SAMPLE_S: long enough that a burst (a
+# keystroke's work, a shell command) does not cost a request a thread, short enough to see what runs now.
+WINDOW_S = 2.0
+SAMPLE_S = 0.5
 # Shorter windows are too coarse in clock ticks (10 ms) to tell a busy core from an idle one: the last
 # choice stands until the window is this long.
 MIN_WINDOW_S = 0.25
-# Other processes using less than this much of a core (an editor idling, a shell) do not cost a thread.
-IDLE_SHARE = 0.25
+# Other processes using less than this much of a core do not cost a thread (a CPU-bound one beside a
+# 2-thread pass on 2 cores gets about two thirds of one).
+IDLE_SHARE = 0.5
 
 
 def pinned() -> int | None:
@@ -60,25 +67,39 @@ def busy_seconds(cpus: list[int]) -> float | None:
 
 
 class ThreadPolicy:
-    """Sizes torch's pool to the usable cores that others have not kept busy since the last look."""
+    """Sizes torch's pool to the usable cores that others have not kept busy over the last WINDOW_S.
+    `sample_every_s`: how often a daemon thread samples the load (None: only when a request asks)."""
 
-    def __init__(self):
+    def __init__(self, sample_every_s: float | None = SAMPLE_S):
         self.cpus = usable_cpus()
         self.threads = max(1, len(self.cpus) - 1)  # until a first window has been seen
         self._lock = threading.Lock()
-        self._last = self._reading()
+        self._samples: deque[tuple[float, float, float]] = deque()  # (time, machine busy s, own CPU s)
+        self._sample_every_s = sample_every_s
+        self._sampler: threading.Thread | None = None
+        self._sample()
 
-    def _reading(self) -> tuple[float, float, float] | None:
+    def _sample(self) -> None:
         busy = busy_seconds(self.cpus)
-        return None if busy is None else (time.monotonic(), busy, time.process_time())
+        if busy is None:
+            return
+        now = time.monotonic()
+        self._samples.append((now, busy, time.process_time()))
+        while len(self._samples) > 1 and self._samples[1][0] <= now - WINDOW_S:
+            self._samples.popleft()  # the oldest kept is the newest at least WINDOW_S old: the window's start
+
+    def _keep_sampling(self) -> None:
+        while True:
+            time.sleep(self._sample_every_s)
+            with self._lock:
+                self._sample()
 
     def others_busy(self) -> float | None:
-        """Cores' worth of CPU other processes used since the last look (None: no new reading yet)."""
-        now = self._reading()
-        if now is None or self._last is None or now[0] - self._last[0] < MIN_WINDOW_S:
+        """Cores' worth of CPU other processes used over the window (None: no window long enough yet)."""
+        self._sample()
+        if len(self._samples) < 2 or self._samples[-1][0] - self._samples[0][0] < MIN_WINDOW_S:
             return None
-        (t0, busy0, own0), (t1, busy1, own1) = self._last, now
-        self._last = now
+        (t0, busy0, own0), (t1, busy1, own1) = self._samples[0], self._samples[-1]
         return max(0.0, ((busy1 - busy0) - (own1 - own0)) / (t1 - t0))
 
     def choose(self) -> int:
@@ -88,6 +109,10 @@ class ThreadPolicy:
             if fixed is not None:
                 self.threads = fixed
             else:
+                if self._sampler is None and self._sample_every_s is not None and self._samples:
+                    self._sampler = threading.Thread(target=self._keep_sampling, name="apply-edit-load-sampler",
+                                                     daemon=True)
+                    self._sampler.start()
                 others = self.others_busy()
                 if others is not None:
                     taken = max(0, math.ceil(others - IDLE_SHARE))

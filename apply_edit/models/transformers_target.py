@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
 
@@ -41,6 +41,20 @@ def parse_dtype(name: str | None) -> torch.dtype:
 PREFILL_CHUNK = 512
 
 
+def pass_ends(cuts: Sequence[int], start: int, stop: int) -> Iterator[int]:
+    """Where the passes that read a prompt from `start` (0, or where a pass ended) end, up to `stop`: every
+    PREFILL_CHUNK tokens, and at each cut (counting restarts there). A function of the cuts and the start
+    alone, so a request reads a prompt the same way from a stored prefix as cold."""
+    keep = start
+    while True:
+        cut = next((c for c in sorted(cuts) if c > keep), None)
+        end = keep + PREFILL_CHUNK if cut is None else min(keep + PREFILL_CHUNK, cut)
+        if end > stop:
+            return
+        yield end
+        keep = end
+
+
 class TransformersTarget:
     """Scores blocks with a Hugging Face causal LM, reusing its KV cache across calls.
 
@@ -48,11 +62,13 @@ class TransformersTarget:
     longest cached prefix of prefix+block (at most len(prefix)-1 tokens, since the last prefix token
     must be fed to get the distribution after it), crops the rest (rollback after a rejected draft) and
     feeds only the new tokens: one forward pass, no recomputation of the prefix. Where more than
-    PREFILL_CHUNK tokens of the prefix are new (a prompt), whole chunks of it go first, one pass each, and
-    `interrupt()` is asked between them; the chunks depend on the prefix only, not on the block.
+    PREFILL_CHUNK tokens of the prefix are new (a prompt), chunks of it go first, one pass each (`pass_ends`),
+    and `interrupt()` is asked between them; the chunks depend on the prefix and the cuts, not on the block.
 
     With a prefix store (`keep_prefixes`), a request's first pass starts from the longest stored prefix of
-    its prompt, and the whole chunks it reads are stored for the next (`prefix_cache.py`: exact).
+    its prompt, and what it reads in whole passes is stored for the next (`prefix_cache.py`: exact). `reset`
+    takes cuts: where a pass must end besides every PREFILL_CHUNK tokens (the end of the file, which every
+    apply to it shares), so that the store can hold all of a shared start.
     """
 
     def __init__(self, model, tokenizer, name: str = ""):
@@ -64,8 +80,9 @@ class TransformersTarget:
         self.cached: list[int] = []
         self.prefix_cache: PrefixCache | None = None
         self.reused = 0  # prompt tokens of this request read from the prefix store
-        self._whole_chunks = 0  # the cache's first tokens, read as whole chunks from position 0
-        self._stored = 0  # how many of those were offered to the prefix store
+        self._cuts: tuple[int, ...] = ()  # this request's extra pass ends (`reset`)
+        self._ends: list[int] = []  # where the passes that read the cache's first tokens ended, from position 0
+        self._stored = 0  # how many of those tokens were offered to the prefix store
         self._held = 0  # how many of those it holds (fewer where they did not fit)
         self.interrupt: Callable[[], bool] = lambda: False  # set per request by whoever can cancel it
         self._cost: CostCurve | None = None
@@ -114,39 +131,64 @@ class TransformersTarget:
 
     def keep_prefixes(self, max_bytes: int) -> None:
         """Keep up to `max_bytes` of prompt prefixes' keys and values across requests (0: none)."""
-        self.prefix_cache = PrefixCache(max_bytes, PREFILL_CHUNK) if max_bytes > 0 else None
+        self.prefix_cache = PrefixCache(max_bytes) if max_bytes > 0 else None
 
-    def reset(self) -> None:
-        """Drop the KV cache (end of a request); stored prefixes stay."""
+    def reset(self, cuts: Sequence[int] = ()) -> None:
+        """Drop the KV cache (end of a request); stored prefixes stay. `cuts`: where the next request's
+        reading of its prompt ends a pass besides every PREFILL_CHUNK tokens."""
         self._cache, self.cached = None, []
-        self.reused = self._whole_chunks = self._stored = self._held = 0
+        self._cuts, self._ends = tuple(sorted(set(cuts))), []
+        self.reused = self._stored = self._held = 0
+
+    @property
+    def _read(self) -> int:
+        """How many of the cache's first tokens were read in whole passes from position 0."""
+        return self._ends[-1] if self._ends else 0
 
     def _start_from_stored_prefix(self, seq: list[int], limit: int) -> int:
         """A fresh cache, holding the longest stored prefix of seq (at most `limit` tokens): its length."""
         from transformers import DynamicCache
 
-        found, layers = (self.prefix_cache.lookup(seq, limit, tag=torch.get_num_threads())
+        ends = list(pass_ends(self._cuts, 0, limit))
+        found, layers = (self.prefix_cache.lookup(seq, ends, tag=torch.get_num_threads())
                          if self.prefix_cache is not None else (0, None))
         self._cache = DynamicCache(layers, config=self.model.config)
-        self.reused = self._whole_chunks = self._stored = self._held = found
+        self._ends = [e for e in ends if e <= found]
+        self.reused = self._stored = self._held = found
         return found
 
-    def _store_whole_chunks(self, seq: list[int]) -> None:
-        if self.prefix_cache is not None and self._whole_chunks > self._stored:
+    def _store_read_passes(self, seq: list[int]) -> None:
+        if self.prefix_cache is not None and self._read > self._stored:
             layers = [(l.keys, l.values) for l in self._cache.layers]
             # tagged: in fp32 the sums (so the keys and values) differ by torch's thread count
-            self._held = self.prefix_cache.store(seq[:self._whole_chunks], layers, tag=torch.get_num_threads())
-            self._stored = self._whole_chunks
+            self._held = self.prefix_cache.store(seq[:self._read], self._ends, layers, tag=torch.get_num_threads())
+            self._stored = self._read
 
+    def _read_passes(self, seq: list[int], keep: int, stop: int) -> int:
+        """Read seq from `keep` in the passes `pass_ends` gives up to `stop` (no logits), store what was read
+        from position 0, and return how far the cache now holds. A cancel between passes raises `Interrupted`."""
+        for end in pass_ends(self._cuts, keep, stop):
+            if self.interrupt():
+                self.cached = seq[:keep]
+                self._store_read_passes(seq)
+                raise Interrupted
+            self.model(input_ids=torch.tensor([seq[keep:end]]), cache=self._cache, use_cache=True, logits_to_keep=1)
+            if keep == self._read:
+                self._ends.append(end)
+            keep = end
+        self._store_read_passes(seq)
+        return keep
+
+    @torch.inference_mode()
     def prefill(self, tokens: Sequence[int]) -> int:
-        """Read a prompt's start ahead of its request (a warm-up), so that its whole chunks are stored;
-        returns how many tokens the store now holds of it. Needs `keep_prefixes`."""
+        """Read a prompt's start ahead of its request (a warm-up), all of it in passes that end where it ends,
+        into the prefix store; returns how many tokens the store now holds of it. Needs `keep_prefixes`."""
         if self.prefix_cache is None:
             raise ValueError("prefill stores prompt prefixes: call keep_prefixes first")
         tokens = list(tokens)
-        self.reset()
-        if len(tokens) > PREFILL_CHUNK:  # the chunks before the last token (which is read with a block)
-            self.logits(tokens[:len(tokens) // PREFILL_CHUNK * PREFILL_CHUNK + 1], [])
+        self.reset(cuts=(len(tokens),))
+        if tokens:
+            self._read_passes(tokens, self._start_from_stored_prefix(tokens, len(tokens)), len(tokens))
         held = self._held
         self.reset()
         return held
@@ -164,20 +206,10 @@ class TransformersTarget:
             keep = self._start_from_stored_prefix(seq, len(prefix) - 1)
         elif keep < len(self.cached):
             self._cache.crop(keep - len(self.cached))  # negative: drop the rejected tail
-            self._whole_chunks = min(self._whole_chunks, keep // PREFILL_CHUNK * PREFILL_CHUNK)
-            self._stored = min(self._stored, self._whole_chunks)
-            self._held = min(self._held, self._whole_chunks)
-        while len(prefix) - keep > PREFILL_CHUNK:
-            if self.interrupt():
-                self.cached = seq[:keep]
-                self._store_whole_chunks(seq)
-                raise Interrupted
-            self.model(input_ids=torch.tensor([seq[keep:keep + PREFILL_CHUNK]]), cache=self._cache, use_cache=True,
-                       logits_to_keep=1)
-            if keep == self._whole_chunks:
-                self._whole_chunks += PREFILL_CHUNK
-            keep += PREFILL_CHUNK
-        self._store_whole_chunks(seq)
+            self._ends = [e for e in self._ends if e <= keep]
+            self._stored = min(self._stored, self._read)
+            self._held = min(self._held, self._read)
+        keep = self._read_passes(seq, keep, len(prefix) - 1)  # the last prefix token is read with the block
         out = self.model(input_ids=torch.tensor([seq[keep:]]), cache=self._cache, use_cache=True,
                          logits_to_keep=len(block) + 1)
         self.cached = seq
