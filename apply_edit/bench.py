@@ -149,7 +149,7 @@ def new_prefix_store() -> PrefixCache:
 
 
 @contextmanager
-def _prefix_store(applier: Applier, store: PrefixCache):
+def _prefix_store(applier: Applier, store: PrefixCache | None):
     """The target reads and fills `store` inside the block; the other methods run without one."""
     if store is None:
         raise ValueError("spec-session needs the run's prefix store")
