@@ -51,15 +51,17 @@ class Record:
     tokens: list = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict:
-        d = {k: v for k, v in self.__dict__.items() if k not in ("stats", "tokens")}
+        """The record as written: no token ids, and no output where it is exact (it is then the case's expected
+        file; a run over every fixture would otherwise hold each file again)."""
+        d = {k: v for k, v in self.__dict__.items() if k not in ("stats", "tokens") and (k != "output" or not self.exact)}
         d.update({k: v for k, v in self.stats.items() if k not in d and k != "blocks"})
         return d
 
     @classmethod
-    def from_json(cls, d: dict) -> Record:
-        """Inverse of to_json (without the token ids, which are not written)."""
+    def from_json(cls, d: dict, expected: str) -> Record:
+        """Inverse of to_json (without the token ids): `expected` is the case's expected file."""
         names = {f.name for f in fields(cls)} - {"stats", "tokens"}
-        return cls(**{k: v for k, v in d.items() if k in names},
+        return cls(**{"output": expected} | {k: v for k, v in d.items() if k in names},
                    stats={k: v for k, v in d.items() if k not in names})
 
 
@@ -396,10 +398,12 @@ def write_json(records: list[Record], path: str | Path) -> None:
     write_atomic(Path(path), json.dumps([r.to_json() for r in records], indent=1) + "\n")
 
 
-def completed_records(path: str | Path, methods: list[str]) -> list[Record]:
-    """The records of a previous run's JSON for the cases it completed with every one of `methods`: a long
-    bench can be stopped and resumed without redoing them (each case's methods still run side by side)."""
-    records = [Record.from_json(d) for d in json.loads(Path(path).read_text())]
+def completed_records(path: str | Path, methods: list[str], cases: list[EditCase]) -> list[Record]:
+    """The records of a previous run's JSON for those of `cases` it completed with every one of `methods`: a
+    long bench can be stopped and resumed without redoing them (each case's methods still run side by side)."""
+    expected = {c.name: c.expected for c in cases}
+    records = [Record.from_json(d, expected[d["case"]]) for d in json.loads(Path(path).read_text())
+               if d["case"] in expected]
     by_case: dict[str, dict[str, Record]] = {}
     for r in records:
         by_case.setdefault(r.case, {})[r.method] = r

@@ -194,8 +194,7 @@ def cmd_bench(args) -> int:
         if not args.json:
             raise CliError("--resume continues the run saved in --json OUT: give --json")
         if Path(args.json).exists():
-            wanted = {c.name for c in cases}
-            records = [r for r in completed_records(args.json, methods) if r.case in wanted]
+            records = completed_records(args.json, methods, cases)
     done = {r.case for r in records}
     todo = [c for c in cases if c.name not in done]
     applier = _load_applier(args) if any(m != "merge" for m in methods) else None

@@ -2,8 +2,8 @@ from dataclasses import replace
 
 import pytest
 
-from apply_edit.bench import (Record, bench_method_options, failure_summary, headline, oracle_reference,
-                              prefix_store_summary, run_bench)
+from apply_edit.bench import (Record, bench_method_options, completed_records, failure_summary, headline,
+                              oracle_reference, prefix_store_summary, run_bench, write_json)
 from apply_edit.cases import load_cases
 from conftest import FIXTURES
 
@@ -31,6 +31,18 @@ def test_oracle_falls_back_to_the_first_target_decoded_output():
             "spec-k8": record("spec-k8", [1, 2, 3])}
     assert oracle_reference(runs) == [1, 2]
     assert oracle_reference({"prompt-lookup": record("prompt-lookup", [])}) is None
+
+
+def test_records_write_no_exact_output_and_a_resume_restores_it_from_the_case(tmp_path):
+    cases = load_cases(FIXTURES, ["go_add_struct_method", "java_add_method"])
+    exact = Record(cases[0].name, "merge", 0.1, 0.1, 0, 0, cases[0].expected, True)
+    wrong = Record(cases[1].name, "merge", 0.1, 0.1, 0, 0, "not the file\n", False)
+    write_json([exact, wrong], tmp_path / "run.json")
+    written = (tmp_path / "run.json").read_text()
+    assert cases[0].expected not in written and "not the file" in written
+    assert completed_records(tmp_path / "run.json", ["merge"], cases) == [exact, wrong]
+    # A case not asked for is not resumed (its expected file is not at hand).
+    assert completed_records(tmp_path / "run.json", ["merge"], cases[1:]) == [wrong]
 
 
 def timed(case, method, wall, decode, tokens, passes, overhead=0.0):
