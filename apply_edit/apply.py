@@ -243,22 +243,31 @@ class ApplyRun:
             yield from self._emit(piece)
         if self.cancelled:
             return
-        self._decide(judge, finished)
+        self._decide(judge.after_model(self.model_text, finished))
         yield from self._emit(merge_text[len(self.text):])
 
     def _model_then_judge(self, judge: Judge) -> Iterator[str]:
-        for piece in self._pieces():
+        by_line, checked, stopped = judge.line_checks(), 0, False
+        pieces = self._pieces()
+        for piece in pieces:
             self.model_text += piece
             yield from self._emit(piece)
+            if (lines_end := self.model_text.rfind("\n") + 1) > checked:
+                by_line.feed(self.model_text[checked:lines_end])
+                checked = lines_end
+                if stopped := by_line.failed:
+                    pieces.close()
+                    break
         if self.cancelled:
             return
-        outcome = self._decide(judge, True)
+        outcome = self._decide(judge.stopped(self.model_text, by_line.problems()) if stopped
+                               else judge.after_model(self.model_text, True))
         if outcome.path == "refused":
             self.stats.total_s = time.perf_counter() - self._start
             raise ApplyRefused(outcome.reason)
 
-    def _decide(self, judge: Judge, finished: bool) -> Outcome:
-        self.outcome = judge.after_model(self.model_text, finished)
+    def _decide(self, outcome: Outcome) -> Outcome:
+        self.outcome = outcome
         self.stats.path = self.outcome.path
         self.stats.disagreement_line = self.outcome.disagreement_line or 0
         return self.outcome

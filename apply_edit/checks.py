@@ -63,16 +63,60 @@ def _changed_whole_definitions(update: str, result: str, language: str) -> list[
                    and code_lines("\n".join(out[d.name_line:d.end_line + 1])) != wanted[d.kind, d.name]})
 
 
-def _kept_despite_instruction(instruction: str, original: str, update: str, result: str, language: str,
-                              notes: dict[int, set[str]]) -> list[str]:
-    """Code names the instruction or a deletion note (`notes`) asks to remove that the result's code
-    still uses, where the snippet's code does not (`instruction.py`)."""
-    code = code_text(result, language)
-    noted = noted_names(notes)
-    kept = {name for name in names_to_remove(instruction, update, language, original) | noted if uses(code, name)}
-    # A note's names may be strings too (`AsyncFunction("getPermissionsAsync")`), as the note read them.
-    with_strings = without_comment_lines(result, language) if noted else ""
-    return sorted(kept | {name for name in noted if uses(with_strings, name)})
+class LineChecks:
+    """The checks a result fails by single lines: a marker line or a deletion note of the snippet's written
+    as code more often than the original has it, and a code name the instruction or a note asks to remove
+    still in use. A line that fails one fails it in every text that holds the line, so a model's output can
+    be checked as it is written (`feed` it its finished lines) and stopped where no ending can pass.
+    `problems` runs them on whole results."""
+
+    def __init__(self, original: str, update: str, language: str, instruction: str, notes: dict[int, set[str]]):
+        self.language = language
+        self.before = Counter(code_lines(original))
+        # Marker comments, and the lines the snippet itself uses as markers (a bare `...`).
+        self.as_markers = marker_keys(original, update, language)
+        update_lines = update.split("\n")
+        self.note_lines = Counter(update_lines[n].strip() for n in notes)
+        self.noted = noted_names(notes)
+        self.names = names_to_remove(instruction, update, language, original) | self.noted
+        self.written: Counter[str] = Counter()  # the result's lines fed so far (`code_lines`)
+        self.kept: set[str] = set()
+        self._over = False  # a marker or note line is written more often than the original has it
+
+    @property
+    def failed(self) -> bool:
+        """Whether the lines fed so far fail a check (`problems` says which), in O(1)."""
+        return self._over or bool(self.kept)
+
+    def _over_original(self, line: str) -> bool:
+        if is_marker(line) or line in self.as_markers:
+            return self.written[line] > self.before[line]
+        return min(self.written[line], self.note_lines[line]) > self.before[line]
+
+    def feed(self, lines: str) -> None:
+        """Read more of the result: whole lines (up to a newline), or the whole rest of it."""
+        new = code_lines(lines)
+        self.written.update(new)
+        self._over = self._over or any(map(self._over_original, new))
+        if left := self.names - self.kept:
+            code = code_text(lines, self.language)
+            self.kept |= {name for name in left if uses(code, name)}
+        # A note's names may be strings too (`AsyncFunction("getPermissionsAsync")`), as the note read them.
+        if left := self.noted - self.kept:
+            with_strings = without_comment_lines(lines, self.language)
+            self.kept |= {name for name in left if uses(with_strings, name)}
+
+    def problems(self) -> list[str]:
+        found = []
+        new = self.written - self.before
+        if markers := sum(n for line, n in new.items() if is_marker(line) or line in self.as_markers):
+            found.append(f"it writes {markers} marker line(s) (`... existing code ...`) the original does not have")
+        if written_notes := sum(((self.written & self.note_lines) - self.before).values()):
+            found.append(f"it writes {written_notes} note(s) of what the snippet removes (`// removed ...`) as code")
+        if self.kept:
+            found.append(f"it still has {', '.join(f'`{n}`' for n in sorted(self.kept))}, which the instruction or "
+                         "a note in the snippet asks to remove")
+        return found
 
 
 def problems(original: str, update: str, result: str, language: str, kept_by_merge: str | None = None,
@@ -87,15 +131,9 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     have = code_lines(result)
     if (missing := _missing_in_order(snippet, have)) and snippet:
         found.append(f"{missing} of the snippet's {len(snippet)} lines are not in it (in order)")
-    before = Counter(code_lines(original))
-    # Marker comments, and the lines the snippet itself uses as markers (a bare `...`).
-    as_markers = marker_keys(original, update, language)
-    markers = sum(n for line, n in (Counter(have) - before).items() if is_marker(line) or line in as_markers)
-    if markers:
-        found.append(f"it writes {markers} marker line(s) (`... existing code ...`) the original does not have")
-    note_lines = Counter(have) & Counter(update_lines[n].strip() for n in notes)
-    if written_notes := sum((note_lines - before).values()):
-        found.append(f"it writes {written_notes} note(s) of what the snippet removes (`// removed ...`) as code")
+    by_line = LineChecks(original, update, language, instruction, notes)
+    by_line.feed(result)
+    found += by_line.problems()
     parser = parser_for(language)
     # Each text parsed once, for both checks that read its tree.
     old_tree, new_tree = (parser.parse(text.encode()).root_node if parser is not None and text.strip() else None
@@ -108,8 +146,7 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
         found.append(f"it declares {', '.join(f'`{n}`' for n in twice)} twice in one scope (the original does not)")
     if changed := _changed_whole_definitions(update, result, language):
         found.append(f"it has {', '.join(f'`{n}`' for n in changed)} with other lines than the snippet shows whole")
-    if kept := _kept_despite_instruction(instruction, original, update, result, language, notes):
-        found.append(f"it still has {', '.join(f'`{n}`' for n in kept)}, which the instruction or a note in the snippet asks to remove")
+    before = by_line.before
     if result == original and any(line not in before for line in snippet):
         found.append("it is the original unchanged, but the snippet shows lines the original does not have")
     elif result == original and instruction.strip() and all(line in before for line in snippet):

@@ -8,7 +8,9 @@ The rule (`ApplyRun` applies it):
    path `model+merge`. The merge's report (confident or not) goes into the reason.
 2. Otherwise (the merge is unsound) the model writes its own output, streamed as verified, and it is
    handed back when it passes every check (path `model`).
-3. Otherwise nothing: the apply is refused with the checks' reasons.
+3. Otherwise nothing: the apply is refused with the checks' reasons. The model is stopped as soon as a
+   line it wrote fails a check that no ending can undo (`checks.LineChecks`: a marker copied, a name the
+   edit removes kept), so a refusal comes when it is certain, not after the rest of the file.
 
 Why the merge first even where its report is unsure: on the fixtures the small default model is right
 far less often than the merge, and where the merge was unsure but sound, the model's differing output
@@ -22,7 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .checks import problems
+from .checks import LineChecks, problems
+from .instruction import deletion_notes
 from .merge import MergeCandidate
 
 PATHS = ("model", "model+merge", "merge", "refused")
@@ -67,6 +70,11 @@ class Judge:
         """The merge is the answer: it passes every check."""
         return not self.merge_problems
 
+    def line_checks(self) -> LineChecks:
+        """The checks the model's output can fail line by line, to run as it is written."""
+        notes = deletion_notes(self.original, self.update, self.language)
+        return LineChecks(self.original, self.update, self.language, self.instruction, notes)
+
     def _sureness(self) -> str:
         return "structurally sure" if self.candidate.report.confident else "placed without full certainty"
 
@@ -90,5 +98,15 @@ class Judge:
         if not model_problems:
             return Outcome("model", "the merge fails the checks (" + "; ".join(self.merge_problems)
                            + "); the model's output passes them", line, found)
-        return Outcome("refused", "no sound result: the model's output " + "; ".join(model_problems)
-                       + " — and the merge " + "; ".join(self.merge_problems), line, found)
+        return self._refused("the model's output " + "; ".join(model_problems), line, found)
+
+    def stopped(self, model_text: str, line_problems: list[str]) -> Outcome:
+        """The outcome where the model was stopped because the lines it wrote fail `line_checks`."""
+        lines = model_text.count("\n")
+        found = {"model": line_problems, "merge": self.merge_problems}
+        return self._refused(f"the model's output (stopped after its line {lines}: no ending can pass) "
+                             + "; ".join(line_problems), first_difference_line(self.candidate.text, model_text), found)
+
+    def _refused(self, model_says: str, line: int, found: dict[str, list[str]]) -> Outcome:
+        return Outcome("refused", f"no sound result: {model_says} — and the merge " + "; ".join(self.merge_problems),
+                       line, found)

@@ -1,7 +1,13 @@
 """Checks that need no expected file: what makes a rewrite untrustworthy, whoever wrote it."""
 
-from apply_edit.checks import problems
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from apply_edit.cases import load_cases
+from apply_edit.checks import LineChecks, problems
+from apply_edit.instruction import deletion_notes
 from apply_edit.merge import merge
+from conftest import FIXTURES
 
 ORIGINAL = "import os\n\n\ndef area(w, h):\n    return w * h\n\n\ndef main():\n    print(area(2, 3))\n    return 0\n"
 UPDATE = "# ... existing code ...\ndef area(w, h, scale=1):\n    return w * h * scale\n# ... existing code ...\n"
@@ -146,3 +152,27 @@ def test_a_rust_struct_literal_naming_a_field_twice_and_a_noted_name_kept_in_a_s
     assert problems(kt, note, kt.replace('    AsyncFunction("getPermissionsAsync") { old() }\n\n', ""), "kotlin") == []
     assert problems(kt, note, kt, "kotlin") == [
         "it still has `getPermissionsAsync`, which the instruction or a note in the snippet asks to remove"]
+
+
+CASES = load_cases(FIXTURES)
+
+
+@settings(max_examples=120, deadline=None)
+@given(case=st.sampled_from(CASES), which=st.sampled_from(["expected", "update", "original", "merged"]), data=st.data())
+def test_line_checks_read_line_by_line_say_of_the_whole_what_they_said_of_its_start(case, which, data):
+    # The snippet itself as a result copies its markers; the original keeps what an instruction removes.
+    merged = merge(case.original, case.update, case.language, case.instruction).text
+    text = merged if which == "merged" else getattr(case, which)
+    ends = sorted(data.draw(st.sets(st.sampled_from([i + 1 for i, c in enumerate(text) if c == "\n"] or [0]))))
+    notes = deletion_notes(case.original, case.update, case.language)
+    by_line = LineChecks(case.original, case.update, case.language, case.instruction, notes)
+    failed_at = None
+    for start, end in zip([0, *ends], [*ends, len(text)]):
+        by_line.feed(text[start:end])
+        assert by_line.failed == bool(by_line.problems())
+        failed_at = failed_at if failed_at is not None or not by_line.failed else end
+    whole = LineChecks(case.original, case.update, case.language, case.instruction, notes)
+    whole.feed(text)
+    assert by_line.problems() == whole.problems()
+    assert set(whole.problems()) <= set(problems(case.original, case.update, text, case.language, merged, case.instruction))
+    assert failed_at is None or whole.failed  # a start that fails: the whole fails too

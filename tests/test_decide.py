@@ -39,8 +39,9 @@ class Blocks:
             self.closed = True
 
 
-def run(model_text: str, update: str = UPDATE, instruction: str = "") -> tuple[ApplyRun, Blocks, list[str]]:
-    blocks = Blocks(model_text)
+def run(model_text: str, update: str = UPDATE, instruction: str = "",
+        blocks: Blocks | None = None) -> tuple[ApplyRun, Blocks, list[str]]:
+    blocks = blocks or Blocks(model_text)
     candidate = merge(ORIGINAL, update, "python")
     judge = Judge(ORIGINAL, update, "python", candidate, instruction)
     apply_run = ApplyRun(iter(blocks), IncrementalDetokenizer(Chars()), OutputExtractor("</updated-code>"),
@@ -98,6 +99,21 @@ def test_where_the_merge_fails_the_checks_the_model_output_that_passes_them_is_t
 def test_nothing_sound_is_refused_with_the_reasons():
     with pytest.raises(ApplyRefused, match="no sound result.*unchanged, but the instruction asks for an edit"):
         run(ORIGINAL, update="", instruction="rename area to surface")
+
+
+def test_the_model_is_stopped_at_the_first_line_no_ending_can_make_sound():
+    # A copied marker on line 2: whatever follows, the output keeps it; the rest is not decoded.
+    model = "import os\n# ... existing code ...\n" + ORIGINAL * 20
+    blocks = Blocks(model)
+    with pytest.raises(ApplyRefused, match=r"stopped after its line 2: no ending can pass\) it writes 1 marker line"):
+        run(model, update="", instruction="rename area to surface", blocks=blocks)
+    assert blocks.closed and blocks.read <= 5 < len(blocks.blocks)
+    # A name the instruction removes, still in code (`def main():`, line 8): stopped there too.
+    model = ORIGINAL * 20
+    blocks = Blocks(model)
+    with pytest.raises(ApplyRefused, match=r"stopped after its line 8: no ending can pass\) it still has `main`"):
+        run(model, update="", instruction="remove main", blocks=blocks)
+    assert blocks.read < len(blocks.blocks) // 2
 
 
 def test_first_difference_line_counts_from_one():
