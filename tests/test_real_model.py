@@ -36,7 +36,8 @@ def test_packed_gqa_attention_gives_the_logits_of_transformers_sdpa(target, bloc
 
     assert target.model.config.num_key_value_heads < target.model.config.num_attention_heads  # a GQA model
     assert target.model.config._attn_implementation == PACKED_GQA
-    prompt = [(i * 7919) % 1000 + 100 for i in range(300)]
+    # Longer than a prefill pass: its second pass attends through the packed mask too.
+    prompt = [(i * 7919) % 1000 + 100 for i in range(PREFILL_CHUNK + 200)]
     out = {}
     for impl in ("sdpa", PACKED_GQA):  # prefill, then one cached pass with transformers' mask
         target.model.set_attn_implementation(impl)
