@@ -125,8 +125,8 @@ class TransformersTarget:
             if self._cost is None:
                 dtype = str(self.dtype).replace("torch.", "")
                 name = Path(self.name).name or "model"
-                # The name changes when what a pass costs does (here: packed GQA attention, curves by context).
-                self._cost = cached_cost(self, cache_root() / "costs" / f"{name}-{dtype}-packed-ctx.json")
+                # The name changes when what a pass costs does (here: packed GQA, its mask made once per pass).
+                self._cost = cached_cost(self, cache_root() / "costs" / f"{name}-{dtype}-packed-mask.json")
             return self._cost
 
     def keep_prefixes(self, max_bytes: int) -> None:
