@@ -535,6 +535,7 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
             by_head.setdefault(head[0], []).append(j)
     by_identity = _rare_identities(o_keys)
     delete = np.where(o_blank, DELETE_BLANK, DELETE)
+    delete_between = np.where(removed, 0.0, delete)  # between two snippet lines a removed line goes for free
     keep_removed = np.where(removed, NAMED_REMOVED, 0.0)
     splits = np.concatenate(([0.0], np.where(o_blank[:-1] & o_blank[1:], SPLIT, 0.0), [0.0])) if n else np.zeros(1)
     # A definition shown whole (snippet lines a..b) replaces the original's (lines start..end): the
@@ -565,7 +566,7 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
         if i in ends_at:
             cand = np.where(cols == ends_at[i], cand, _NEG)
         if snippet.reach[i] is None and 0 < i < m:
-            costs = delete
+            costs = delete_between
         elif (reach := scope(i)) is None:  # a piece of the file, or all that comes before / after it
             costs = np.zeros(n)  # (a line the instruction removes is deleted there, see below)
         else:
@@ -1089,10 +1090,23 @@ def _shift(hunk_pairs: list[tuple[str, str]]) -> tuple[str, str] | None:
     return shift if shift != ("", "") else None
 
 
+def _block_end(orig: list[str], start: int, code) -> int:
+    """The last line of the bracketed block that line `start` opens (brackets counted in code, not in
+    strings or comments); `start` where it opens none, or none that closes."""
+    depth = 0
+    for k in range(start, len(orig)):
+        line = code(orig[k])
+        depth += sum(map(line.count, "([{")) - sum(map(line.count, ")]}"))
+        if depth <= 0:
+            return k
+    return start
+
+
 def _removed_lines(orig: list[str], names: set[str], in_original: list[Definition], language: str) -> np.ndarray:
     """The mask of the original lines that go with the names the instruction removes: lines whose code
-    uses one, a definition of one whole, each with the comment block right above it; where that leaves
-    two blank lines together, one of them goes too."""
+    uses one, a definition of one whole, and a block a line opens under one as a string (a definition by
+    registration: `AsyncFunction("name") {`, `describe("name", () => {`), each with the comment block right
+    above it; where that leaves two blank lines together, one of them goes too."""
     removed = np.zeros(len(orig), dtype=bool)
     if not names:
         return removed
@@ -1101,6 +1115,10 @@ def _removed_lines(orig: list[str], names: set[str], in_original: list[Definitio
     for d in in_original:
         if d.name in names:
             removed[d.start_line:d.end_line + 1] = True
+    as_string = re.compile("|".join(rf"([\"'`]){re.escape(name)}\{n + 1}" for n, name in enumerate(sorted(names))))
+    for j in [j for j, line in enumerate(orig) if as_string.search(line)]:
+        if (end := _block_end(orig, j, code)) > j:
+            removed[j:end + 1] = True
     for first in [j for j in range(len(orig)) if removed[j] and not (j and removed[j - 1])]:
         last = first
         while last + 1 < len(orig) and removed[last + 1]:

@@ -6,6 +6,7 @@ from pathlib import Path
 from hypothesis import given, settings, strategies as st
 
 from apply_edit.cases import load_cases
+from apply_edit.checks import problems
 from apply_edit.definitions import definitions, snippet_definitions
 from apply_edit.merge import is_marker, merge, split_lines
 from conftest import FIXTURES
@@ -568,3 +569,22 @@ def test_cpp_definitions_are_named_through_reference_declarators_operators_and_s
            "int P::size() const\n{\n  return 1;\n}\n")
     names = {d.name for d in definitions(cpp, "cpp")}
     assert {"operator=", "~P", "P::size"} <= names
+
+
+def test_a_block_registered_under_a_removed_name_goes_whole_with_its_comment():
+    # `AsyncFunction("name") {` defines `name` by a string: a note that removes the name removes the block,
+    # and the snippet's lines around the note stay together (kotlin_fresh9_expolocation_..., in JavaScript).
+    # A long block: deleting it line by line costs more than writing the snippet's line before it as new.
+    body = "".join(f"    const p{n} = await ask(manager, PERMISSIONS[{n}]);\n" for n in range(20))
+    original = ('const module = Module(() => {\n  Name("Location");\n\n  Events("heading", "location");\n\n'
+                '  // Deprecated\n  AsyncFunction("getPermissionsAsync", async () => {\n' + body + '    return legacy();\n'
+                '  });\n\n  AsyncFunction("getForegroundAsync", async () => {\n    return await foreground();\n'
+                '  });\n});\n')
+    update = ('// ... existing code ...\n  Events("heading", "location");\n\n  // removed deprecated getPermissionsAsync\n\n'
+              '  AsyncFunction("getForegroundAsync", async () => {\n    // ... existing code ...\n  });\n'
+              '// ... existing code ...\n')
+    expected = original.replace('  // Deprecated\n  AsyncFunction("getPermissionsAsync", async () => {\n' + body
+                                + '    return legacy();\n  });\n\n', "")
+    result = merge(original, update, "javascript").text
+    assert result == expected
+    assert problems(original, update, result, "javascript") == []
