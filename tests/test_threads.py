@@ -20,6 +20,7 @@ class Machine:
         self.busy = [0.0, 0.0]
         monkeypatch.setattr(threads, "PROC_STAT", self.stat)
         monkeypatch.setattr(threads, "usable_cpus", lambda: [0, 1])
+        monkeypatch.setattr(threads, "CGROUP", tmp_path / "cgroup")  # no CPU quota unless a test writes one
         monkeypatch.setattr(threads, "time", types.SimpleNamespace(monotonic=lambda: self.now,
                                                                    process_time=lambda: self.own))
         monkeypatch.delenv("APPLY_EDIT_THREADS", raising=False)
@@ -77,6 +78,20 @@ def test_a_pinned_count_wins_and_without_proc_stat_one_core_is_left(tmp_path, mo
     machine.stat.unlink()
     machine.run(1.0)
     assert threads.ThreadPolicy(sample_every_s=None).choose() == 1  # no way to see the load: the fixed rule
+
+
+def test_a_containers_cpu_quota_caps_the_pool(tmp_path, monkeypatch, restore_threads):
+    machine = Machine(tmp_path, monkeypatch)
+    (tmp_path / "cgroup" / "cpu").mkdir(parents=True)
+    (tmp_path / "cgroup" / "cpu" / "cpu.cfs_quota_us").write_text("400000\n")  # v1, 4 cores' worth: the CPUs cap it
+    (tmp_path / "cgroup" / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert threads.usable_cores() == 2
+    (tmp_path / "cgroup" / "cpu.max").write_text("max 100000\n")  # v2 first: unlimited
+    assert threads.cpu_quota() is None and threads.usable_cores() == 2
+    (tmp_path / "cgroup" / "cpu.max").write_text("150000 100000\n")  # `docker run --cpus 1.5` on this 2-CPU host
+    policy = threads.ThreadPolicy(sample_every_s=None)
+    machine.run(1.0)
+    assert threads.cpu_quota() == 1.5 and policy.choose() == 1  # idle, but two threads would be throttled
 
 
 @pytest.mark.skipif(not threads.PROC_STAT.exists(), reason="no /proc/stat here")

@@ -5,7 +5,7 @@ prefill 1,024 tokens in 6.9 s against 12.4 s on 1, and verify a 32-token block i
 CPU-bound process beside it, 2 threads are the slower (16.8 s and 1,211 ms against 13.0 s and 695 ms): a pool
 wider than the free cores stalls at every barrier. So every core is used while the others are idle, and a
 core is left to whatever else has kept one busy over the last two seconds (the fixed rule before was every
-core but one).
+core but one). In a container whose CPU quota is less than its CPUs (`--cpus`), the quota caps the pool.
 
 The choice is made once per request, not per pass, so that a request reads the whole prompt and its blocks
 with one thread count: in fp32 the thread count changes the last bits of the logits (2.9e-5 here; bf16 here
@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 PROC_STAT = Path("/proc/stat")
+CGROUP = Path("/sys/fs/cgroup")
 # The load is read over the last WINDOW_S, from samples taken every SAMPLE_S: long enough that a burst (a
 # keystroke's work, a shell command) does not cost a request a thread, short enough to see what runs now.
 WINDOW_S = 2.0
@@ -50,6 +51,29 @@ def usable_cpus() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
+def cpu_quota() -> float | None:
+    """The cores' worth of CPU time this process's cgroup may use (a container's `--cpus`): cgroup v2's
+    cpu.max, else v1's CFS quota; None where unlimited or unreadable."""
+    try:
+        quota, period = (CGROUP / "cpu.max").read_text().split()[:2]  # "max 100000", "150000 100000"
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        quota, period = (int((CGROUP / "cpu" / name).read_text()) for name in ("cpu.cfs_quota_us", "cpu.cfs_period_us"))
+        return quota / period if quota > 0 and period > 0 else None
+    except (OSError, ValueError):
+        return None
+
+
+def usable_cores() -> int:
+    """The most threads worth running: the usable CPUs, fewer where a CPU quota allows less time than them
+    (a pool wider than its quota is throttled in every period, like one wider than the free cores)."""
+    quota = cpu_quota()
+    cpus = len(usable_cpus())
+    return cpus if quota is None else max(1, min(cpus, math.floor(quota)))
+
+
 def busy_seconds(cpus: list[int]) -> float | None:
     """CPU seconds the machine has spent busy on `cpus` since boot (/proc/stat; None where there is none)."""
     try:
@@ -72,7 +96,8 @@ class ThreadPolicy:
 
     def __init__(self, sample_every_s: float | None = SAMPLE_S):
         self.cpus = usable_cpus()
-        self.threads = max(1, len(self.cpus) - 1)  # until a first window has been seen
+        self.cores = usable_cores()
+        self.threads = max(1, self.cores - 1)  # until a first window has been seen
         self._lock = threading.Lock()
         self._samples: deque[tuple[float, float, float]] = deque()  # (time, machine busy s, own CPU s)
         self._sample_every_s = sample_every_s
@@ -116,7 +141,7 @@ class ThreadPolicy:
                 others = self.others_busy()
                 if others is not None:
                     taken = max(0, math.ceil(others - IDLE_SHARE))
-                    self.threads = max(1, len(self.cpus) - taken)
+                    self.threads = max(1, self.cores - taken)
             torch.set_num_threads(self.threads)
             return self.threads
 
@@ -130,4 +155,4 @@ def choose_threads() -> int:
 
 def most_threads() -> int:
     """The most threads a request may get here (for a baseline that is given a fixed count)."""
-    return pinned() or len(POLICY.cpus)
+    return pinned() or POLICY.cores
