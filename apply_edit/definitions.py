@@ -196,21 +196,36 @@ def _declared(node) -> list[str]:
     return [name] if name else []
 
 
-def duplicate_declarations(root, language: str) -> Counter:
-    """(enclosing definitions' names, name) for each name declared twice or more in one scope of a parse
-    (its root node; None: nothing), counted per scope: `const x` twice in one block, a Go function or a
-    Java field defined twice."""
+def declared_twice(root, language: str) -> list[tuple[tuple, str, list[tuple[int, int]]]]:
+    """Each name declared twice or more in one scope of a parse (its root node; None: nothing): the
+    enclosing definitions' names, the name, and the first and last lines of each of its declarations
+    there (`const x` twice in one block, a Go function or a Java field defined twice)."""
     kinds = _SINGLE.get(language)
-    found: Counter = Counter()
+    found = []
     if not kinds or root is None:
         return found
     stack = [(root, ())]
     while stack:
         node, path = stack.pop()
-        names = Counter(n for c in node.named_children if c.type in kinds for n in _declared(c))
-        found.update((path, n) for n, k in names.items() if k > 1)
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for child in node.named_children:
+            if child.type in kinds:
+                for name in _declared(child):
+                    spans.setdefault(name, []).append((child.start_point[0], child.end_point[0]))
+        found += [(path, name, lines) for name, lines in spans.items() if len(lines) > 1]
         stack.extend((c, path + ((name,) if (name := _name(c)) else ())) for c in node.named_children)
     return found
+
+
+def declared_twice_in(text: str, language: str) -> list[tuple[tuple, str, list[tuple[int, int]]]]:
+    """`declared_twice` of the text's parse."""
+    return declared_twice(_tree(text, language), language) if language in _SINGLE else []
+
+
+def duplicate_declarations(root, language: str) -> Counter:
+    """(enclosing definitions' names, name) for each name declared twice or more in one scope, counted
+    per scope (`declared_twice`)."""
+    return Counter((path, name) for path, name, _ in declared_twice(root, language))
 
 
 _STRINGS = {"string", "template_string", "raw_string_literal", "string_literal", "heredoc_body", "text_block"}

@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .definitions import Definition, definitions, lines_inside_strings, snippet_definitions
+from .definitions import Definition, declared_twice_in, definitions, lines_inside_strings, snippet_definitions
 from .instruction import deletion_notes, names_to_remove, noted_names, uses
 from .languages import code_of, spec_of
 
@@ -1256,7 +1256,33 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
                                   snippet.reach[v["start"]] is not None and snippet.reach[v["start"] + v["lines"]] is not None)
                     for _, v in sorted(hunk_info.items())]
     lines = [(line, origin) for line, origin, _ in _without_blank_insertions(out)]
+    lines = _without_replaced_declarations(lines, original, language, report)
     return MergeCandidate(_join(lines, original, _newline(original)), [o for _, o in lines], len(orig), report)
+
+
+def _without_replaced_declarations(lines: list[tuple[str, int | None]], original: str, language: str,
+                                   report: MergeReport) -> list[tuple[str, int | None]]:
+    """Drops a kept original line that a new line right beside it (only blank lines between) declares
+    again in the same scope, where the original declares the name once: a replaced line kept beside its
+    replacement (`is_std: is_std,` under the snippet's `is_std,`; `const limit = 5;` under `const limit = 10;`),
+    which the snippet's marker after its new line would otherwise keep."""
+    twice = declared_twice_in(_join(lines, original, _newline(original)), language)
+    if not twice:
+        return lines
+    before = {(path, name) for path, name, _ in declared_twice_in(original, language)}
+    drop = set()
+    for path, name, spans in twice:
+        if (path, name) in before or len(spans) != 2:
+            continue
+        first, second = sorted(spans)
+        if any(lines[k][0].strip() for k in range(first[1] + 1, second[0])):
+            continue  # not beside each other
+        for new, old in ((first, second), (second, first)):
+            if old[0] == old[1] and lines[old[0]][1] is not None and all(
+                    lines[k][1] is None for k in range(new[0], new[1] + 1)):
+                drop.add(old[0])
+    report.deleted += [lines[k][1] for k in sorted(drop)]
+    return [line for k, line in enumerate(lines) if k not in drop]
 
 
 def _without_blank_insertions(out: list[tuple[str, int | None, int | None]]) -> list[tuple[str, int | None, int | None]]:
