@@ -20,9 +20,12 @@ _REMOVE_VERB = re.compile(
     r"\b(?:remove|drop|delete|stop (?:using|depending on|calling)|get rid of|no longer (?:use|support|"
     r"depend on|call))(?:s|d|ing)?\s+(?:(?:the|its|their|deprecated|unused|old|legacy|closing|trailing|stray)\s+)*"
     r"`?([A-Za-z_][\w.:]*|[^\s\w`'\"]{2,})", re.IGNORECASE)
+# What an instruction calls a piece of code after its name: "remove the x helper and the y function".
+_ENTITY = (r"(?:\s+(?:helper|function|method|class|struct|field|member|property|constant|variable|type|interface|"
+           r"enum|alias|overload|import|module|macro|hook|handler|wrapper|option|flag|test)s?\b)?")
 # After a removal's first name, the rest of its list: "remove x / y", "drop `a()`, `b()` and the static c()".
-_LIST_NEXT = re.compile(r"(?:\(\))?`?\s*(?:/|,|&|\band\b|\bor\b)\s*(?:(?:the|its|their|deprecated|unused|old|legacy|"
-                        r"static)\s+)*`?([A-Za-z_][\w.:]*)", re.IGNORECASE)
+_LIST_NEXT = re.compile(r"(?:\(\))?`?" + _ENTITY + r"\s*(?:/|,|&|\band\b|\bor\b)\s*(?:(?:the|its|their|deprecated|"
+                        r"unused|old|legacy|static)\s+)*`?([A-Za-z_][\w.:]*)", re.IGNORECASE)
 _DECLARING = r"\b(?:const|let|var|val|def|fn|func|function|type|class|struct|enum|interface|trait)\s+"
 # "x was removed", "`x` has been removed": the name of something that no longer exists.
 _WAS_REMOVED = re.compile(r"`?([A-Za-z_][\w.:]*)`?\s+(?:was|were|has been|have been)\s+removed\b", re.IGNORECASE)

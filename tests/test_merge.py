@@ -608,3 +608,13 @@ def test_a_new_declaration_away_from_its_namesake_is_left_for_the_checks():
     result = merge(js, update, "javascript").text
     assert "const limit = 5;" in result and "const limit = 10;" in result
     assert any("twice in one scope" in p for p in problems(js, update, result, "javascript"))
+
+
+def test_an_instruction_may_say_what_each_name_it_removes_is():
+    from apply_edit.instruction import names_to_remove
+
+    ask = "Remove the legacySubCommandArgs helper and the deprecated ExactValidArgs."
+    assert names_to_remove(ask, "", "go") == {"legacySubCommandArgs", "ExactValidArgs"}
+    ask = "Drop the parseOld function, the fmt_old methods and old_main; keep the rest."
+    assert names_to_remove(ask, "", "go") == {"parseOld", "fmt_old", "old_main"}
+    assert names_to_remove("Remove foo_bar and add bazQux", "", "go") == {"foo_bar"}  # `add` is no name
