@@ -5,7 +5,8 @@ Heuristics over lines (compared stripped, as multisets), for a result known to d
 - markers copied: more lazy-snippet marker lines (`// ... existing code ...`) than `expected` has;
 - truncated: fewer code lines than `expected`, ending on a line (not a marker) that ends neither `expected`
   nor the original;
-- edit not applied: under half of the edit's line changes (lines it adds, lines it removes) are in the result;
+- edit not applied: under half of the edit's line changes (lines it adds, lines it removes) are in the result,
+  or, for an edit that only moves lines, the result has the original's lines in the original's order;
 - code dropped: lines that both the original and `expected` have are missing (when not truncated);
 - other: none of these (a wrong token, extra lines).
 """
@@ -43,6 +44,8 @@ def failure_kinds(original: str, expected: str, output: str) -> list[str]:
         applied = sum((added & (have - before)).values()) + sum((removed & (before - have)).values())
         if applied < changes / 2:
             kinds.append("edit not applied")
+    elif out == orig:  # an edit that only moves lines (an import to the top), not made
+        kinds.append("edit not applied")
     # Ending on a marker is a copied marker standing for the rest, not a cut.
     truncated = (len(out) < len(want) and _last(out) not in (_last(want), _last(orig))
                  and not is_marker(_last(out) or ""))
