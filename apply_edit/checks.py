@@ -5,7 +5,8 @@ Each is a property every correct apply has, whoever wrote the result (the model 
   but for its deletion notes (`// removed foo()`, `instruction.deletion_notes`);
 - it has no lazy-marker line (`// ... existing code ...`, or a bare `...` where the snippet uses one as
   a marker) the original lacks, nor a deletion note of the snippet's written as code;
-- it parses (tree-sitter) where the original does;
+- it parses (tree-sitter) where the original does, and where the original does not (macros tree-sitter
+  cannot read), it has no more parse errors than the original;
 - it declares no name twice in one scope where the original does not (a field, a `const`, a Go
   function: a replaced line kept beside its replacement);
 - a definition the snippet shows whole (its body, no marker inside) is in it with the same lines;
@@ -29,6 +30,18 @@ from .merge import code_lines, is_marker, marker_keys, merge
 from .regions import parser_for
 
 MAX_DROPPED = 0.2
+
+
+def _parse_errors(root) -> int:
+    """How many places a parse could not read (error and missing nodes, an error's insides not counted)."""
+    count, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            count += 1
+        elif node.has_error:
+            stack.extend(node.children)
+    return count
 
 
 def _missing_in_order(wanted: list[str], have: list[str]) -> int:
@@ -138,8 +151,11 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     # Each text parsed once, for both checks that read its tree.
     old_tree, new_tree = (parser.parse(text.encode()).root_node if parser is not None and text.strip() else None
                           for text in (original, result))
-    if old_tree is not None and new_tree is not None and not old_tree.has_error and new_tree.has_error:
-        found.append(f"it does not parse as {language} (the original does)")
+    if old_tree is not None and new_tree is not None and new_tree.has_error:
+        if not old_tree.has_error:
+            found.append(f"it does not parse as {language} (the original does)")
+        elif (more := _parse_errors(new_tree) - _parse_errors(old_tree)) > 0:
+            found.append(f"it has {more} more parse error(s) as {language} than the original")
     twice = sorted({name for _, name in duplicate_declarations(new_tree, language)
                     - duplicate_declarations(old_tree, language)})
     if twice:

@@ -176,3 +176,20 @@ def test_line_checks_read_line_by_line_say_of_the_whole_what_they_said_of_its_st
     assert by_line.problems() == whole.problems()
     assert set(whole.problems()) <= set(problems(case.original, case.update, text, case.language, merged, case.instruction))
     assert failed_at is None or whole.failed  # a start that fails: the whole fails too
+
+
+def test_where_the_original_does_not_parse_the_result_may_not_add_parse_errors():
+    # A macro tree-sitter cannot read: the original has a parse error already.
+    cpp = ("#define GUARDED_BY(x)\nclass C {\n  int usage_ GUARDED_BY(mutex_);\n};\n\nC::C()\n    : usage_(0),\n"
+           "      last_(0) {\n  init();\n}\n")
+    update = "C::C()\n    : usage_(0) {\n  // ...\n}\n"
+    kept = cpp.replace("    : usage_(0),\n", "    : usage_(0) {\n")  # the old initializer kept under the new one
+    assert problems(cpp, update, cpp.replace("    : usage_(0),\n      last_(0) {\n", "    : usage_(0) {\n"), "cpp") == []
+    assert "it has 2 more parse error(s) as cpp than the original" in problems(cpp, update, kept, "cpp")
+
+
+def test_no_fixtures_expected_file_is_flagged():
+    # A check that flags a correct file sends a right merge to the model and may refuse a right answer.
+    flagged = {c.name: found for c in CASES
+               if (found := problems(c.original, c.update, c.expected, c.language, instruction=c.instruction))}
+    assert flagged == {}
