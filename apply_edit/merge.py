@@ -267,9 +267,18 @@ _TYPED = re.compile(r"^(?!(?:return|throw|yield|case|else|new|delete|await|goto|
                     r"(?:[A-Za-z_][\w.]*(?:<[^=;()]*>)?(?:\[\])*\s+)+([A-Za-z_]\w*)\s*(?:=(?!=)|;)")
 
 
+# A definition's header: `def build(`, `async function build(`, `pub fn build<T>(`, `class Build:`.
+_DEFINES = re.compile(r"^(?:(?:export|default|async|pub(?:\([\w:]+\))?|static|public|private|protected|final|"
+                      r"abstract|override|inline|suspend|open)\s+)*(?:def|function\*?|fn|fun|func|class|struct|enum|"
+                      r"trait|interface|module)\s+([A-Za-z_$][\w$]*)")
+
+
 def _identity(key: str) -> tuple[str, ...] | None:
-    """What a line is about, whatever else changed in it: the name it declares, else the names it calls,
-    in order (`if (!write_bignum(out, x))` -> write_bignum), when one is six characters or more."""
+    """What a line is about, whatever else changed in it: the definition it starts, the name it declares,
+    else the names it calls, in order (`if (!write_bignum(out, x))` -> write_bignum), when one is six
+    characters or more."""
+    if defines := _DEFINES.match(key):
+        return ("defines", defines[1])
     if declared := _DECLARES.match(key):
         return ("assigns", declared[3]) if declared[3] else ("declares", declared[1] or declared[2])
     if typed := _TYPED.match(key):
@@ -513,11 +522,13 @@ def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet, orig: list[str], co
 
 
 def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached: dict[int, np.ndarray],
-           apart: dict[int, np.ndarray], removed: np.ndarray, context: dict[int, int] | None = None) -> list[tuple]:
+           apart: dict[int, np.ndarray], removed: np.ndarray, header_end: list[int],
+           context: dict[int, int] | None = None) -> list[tuple]:
     """The best-scoring alignment as ops in order: ("keep", j) ("del", j) ("match", i, j) ("edit", i, j)
     ("ins", i); "keep" ops carry a third item, True where the kept line is outside the marker's scope.
     `apart`: snippet line -> mask of the original lines it may not match or edit (`_apart`).
     `removed`: mask of the original lines that use a name the instruction asks to remove.
+    `header_end`: per original line, the line where the parentheses it opens close (`_bracket_ends`).
     `context`: snippet line -> the original line it must match (writing it as new costs DUPLICATE)."""
     context = context or {}
     s_lines, m, n = snippet.lines, len(snippet.lines), len(orig)
@@ -665,10 +676,14 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
             edits = {j for j in _sharing_ends(by_ends, key) if _similar(key, o_keys[j])}
             if opening[i - 1] and (head := _HEAD.match(key)):
                 # A new opening line whose body a marker keeps edits an opener of that body's kind at its
-                # depth (`<View style={styles.actions}>` given a second style): the body exists.
+                # depth (`<View style={styles.actions}>` given a second style): the body exists. Its
+                # header may have gone on over more lines (`def build(name,` / `path):`).
                 edits |= {j for j in by_head.get(head[0], ()) if o_width[j] == _width(line)
-                          and o_keys[j][-1] == key[-1] and key[-1] in "{([>:"}
-            for j in edits | by_identity.get(_identity(key), set()):
+                          and o_keys[header_end[j]][-1:] == key[-1] and key[-1] in "{([>:"}
+            identity = _identity(key)
+            if identity and identity[0] == "defines" and identity in by_identity:
+                edits = set()  # a header edits the header of the definition it names, not a neighbour's
+            for j in edits | by_identity.get(identity, set()):
                 if gain[j] == _NEG:
                     gain[j], edited[j] = EDITED, True
         if (others := apart.get(i - 1)) is not None:
@@ -909,6 +924,19 @@ def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
     return found
 
 
+def _rewritten_headers(ops: list[tuple], snippet: _Snippet, header_end: list[int], code) -> list[tuple]:
+    """A header the snippet writes on one line (`def build(name, path, verbose=False):`) that edits the first
+    line of one the original spreads over several (`def build(name,` / `path):`): the header's other lines
+    go with it, rather than stay under the marker that keeps its body."""
+    gone: set[int] = set()
+    for op in ops:
+        if op[0] == "edit" and header_end[op[2]] > op[2]:
+            text = code(snippet.lines[op[1]])
+            if sum(map(text.count, "([")) == sum(map(text.count, ")]")):
+                gone.update(range(op[2] + 1, header_end[op[2]] + 1))
+    return [("del", op[1]) if op[0] == "keep" and op[1] in gone else op for op in ops]
+
+
 def _resuming_runs(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict[int, int]:
     """The lines a hunk starts with after a marker, where two or more of them (one a line of code) follow
     each other in the original too: the marker says the existing code resumes there, so the alignment
@@ -1102,6 +1130,24 @@ def _block_end(orig: list[str], start: int, code) -> int:
     return start
 
 
+def _bracket_ends(orig: list[str], code, opening: str = "([", closing: str = ")]") -> list[int]:
+    """Per line, the line where the brackets it opens (by default parentheses and square brackets: where a
+    header's parameters close) are all closed again, counted in code, not in strings or comments; itself
+    where it opens none or they never close. In one pass (a stack of the nearest shallower positions)."""
+    depth = [0]
+    for line in orig:
+        text = code(line)
+        depth.append(depth[-1] + sum(map(text.count, opening)) - sum(map(text.count, closing)))
+    ends, later = list(range(len(orig))), []  # later: depth positions after line j, rising, nearest last
+    for j in range(len(orig) - 1, -1, -1):
+        while later and depth[later[-1]] > depth[j]:
+            later.pop()
+        if later and depth[j + 1] > depth[j]:
+            ends[j] = later[-1] - 1
+        later.append(j + 1)
+    return ends
+
+
 def _removed_lines(orig: list[str], names: set[str], in_original: list[Definition], language: str) -> np.ndarray:
     """The mask of the original lines that go with the names the instruction removes: lines whose code
     uses one, a definition of one whole, and a block a line opens under one as a string (a definition by
@@ -1176,20 +1222,22 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
     attached = _attached_lines(snippet, [line.strip() for line in orig], counts, language)
     code = code_of(language)
     removed = _removed_lines(orig, names, in_original, language)
-    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed), snippet, orig, counts)
+    header_end = _bracket_ends(orig, code)
+    ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed, header_end), snippet, orig, counts)
     if dangling := _dangling_edits(ops, snippet, orig):
         for i, j in dangling:
             apart.setdefault(i, np.zeros(len(orig), dtype=bool))[j] = True
-        ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed), snippet, orig, counts)
+        ops = _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed, header_end), snippet, orig, counts)
 
     original_ends = _block_ends(orig, code)
     # Where the snippet's blocks close, by brackets and, where a marker hides closers, by indentation.
     snippet_ends = {**_block_ends(snippet.lines, code), **_indented_block_ends(snippet.lines, code)}
 
     def align(context: dict[int, int]) -> list[tuple]:
-        return _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed, context),
+        return _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed, header_end, context),
                                    snippet, orig, counts)
 
+    ops = _rewritten_headers(ops, snippet, header_end, code)
     definition_starts = {d.name_line for d in in_original or (definitions(original, language) if language else [])}
     ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig, counts, definition_starts),
                            lambda o: _resumed_lines(o, snippet, orig, counts),

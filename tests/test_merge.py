@@ -618,3 +618,24 @@ def test_an_instruction_may_say_what_each_name_it_removes_is():
     ask = "Drop the parseOld function, the fmt_old methods and old_main; keep the rest."
     assert names_to_remove(ask, "", "go") == {"parseOld", "fmt_old", "old_main"}
     assert names_to_remove("Remove foo_bar and add bazQux", "", "go") == {"foo_bar"}  # `add` is no name
+
+
+def test_a_header_written_on_one_line_replaces_the_originals_header_over_several():
+    py = ("import os\n\n\ndef build(name,\n          path,\n          mode=0):\n    x = name + path\n    return x\n\n\n"
+          "def main():\n    build(1, 2)\n")
+    update = "def build(name, path, mode=0, verbose=False):\n    # ... existing code ...\n"
+    assert merge(py, update, "python").text == py.replace("name,\n          path,\n          mode=0):",
+                                                           "name, path, mode=0, verbose=False):")
+    js = ("function build(name,\n               path) {\n  const x = name + path;\n  return x;\n}\n\n"
+          "function main() {\n  build(1, 2);\n}\n")
+    update = "function build(name, path, verbose) {\n  // ... existing code ...\n}\n"
+    assert merge(js, update, "javascript").text == js.replace("name,\n               path) {", "name, path, verbose) {")
+
+
+def test_where_brackets_close_is_found_in_one_pass_as_line_by_line():
+    from apply_edit.languages import code_of
+    from apply_edit.merge import _block_end, _bracket_ends
+
+    for case in load_cases(FIXTURES)[::7]:
+        lines, code = split_lines(case.original), code_of(case.language)
+        assert _bracket_ends(lines, code, "([{", ")]}") == [_block_end(lines, j, code) for j in range(len(lines))]
