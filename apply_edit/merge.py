@@ -9,7 +9,9 @@ original lines kept as they are. The merge is one alignment of the whole snippet
 - a line that looks like an edited version of an original line (shared start and end; or the same name
   declared, typed field included, assigned or called, where the file has that on one or two lines;
   or, for a new line that opens a body a marker keeps, the same first word and last bracket at its
-  depth) replaces it; a line that names nothing (`break;`, `return nil`,
+  depth, the original's header possibly spread over several lines) replaces it; a definition's header
+  (`def build(`, `function build(`) replaces the header of the definition it names where the file has
+  one, with all the lines up to where that header's parameters close; a line that names nothing (`break;`, `return nil`,
   `} else {`) is a common line, even where the original has it once;
 - between two snippet lines with no marker between them, original lines are deleted (that is how a
   snippet shows a deletion); at a marker they are kept for free, but only as deep as the marker is
@@ -43,7 +45,10 @@ original lines kept as they are. The merge is one alignment of the whole snippet
 - a line that uses a name the instruction asks to remove (`instruction.py`: "drop the deprecated x",
   "x was removed", a plain word where the file defines it) is not kept for a marker, nor before the
   snippet's first or after its last line: the snippet cannot show a line it drops there; a definition
-  of that name goes whole, and the comment block right above what goes goes with it;
+  of that name goes whole, and so does a block registered under it as a string (`AsyncFunction("name")
+  {`), each with the comment block right above it; between two snippet lines such a line goes for free;
+- a kept original line that declares a name again right beside the snippet's new declaration of it, in
+  the same scope (`is_std: is_std,` under `is_std,`), is the line the new one replaces;
 - new code is not placed between two blank lines of the original: a run of blank lines (a file's double
   spacing before a definition) stays together, and the new code brings the blank lines it shows.
 
