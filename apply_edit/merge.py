@@ -929,16 +929,28 @@ def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
     return found
 
 
-def _rewritten_headers(ops: list[tuple], snippet: _Snippet, header_end: list[int], code) -> list[tuple]:
-    """A header the snippet writes on one line (`def build(name, path, verbose=False):`) that edits the first
-    line of one the original spreads over several (`def build(name,` / `path):`): the header's other lines
-    go with it, rather than stay under the marker that keeps its body."""
+def _rewritten_headers(ops: list[tuple], snippet: _Snippet, orig: list[str], header_end: list[int],
+                       code) -> list[tuple]:
+    """A header the snippet writes on one line that edits the first line of one the original spreads over
+    several: the header's other lines go with it, rather than stay under the marker that keeps its body.
+    Where its parameters go on (`def build(name,` / `path):`), up to where they close; where it opens the
+    body the original opens further down (`: usage_(0) {` over `: usage_(0),` / `last_id_(0) {`, a
+    constructor's initializer list), its deeper lines up to that one."""
     gone: set[int] = set()
     for op in ops:
-        if op[0] == "edit" and header_end[op[2]] > op[2]:
-            text = code(snippet.lines[op[1]])
-            if sum(map(text.count, "([")) == sum(map(text.count, ")]")):
-                gone.update(range(op[2] + 1, header_end[op[2]] + 1))
+        if op[0] != "edit":
+            continue
+        j, text = op[2], code(snippet.lines[op[1]])
+        if sum(map(text.count, "([")) != sum(map(text.count, ")]")):
+            continue
+        if header_end[j] > j:
+            gone.update(range(j + 1, header_end[j] + 1))
+        elif text.endswith("{") and not code(orig[j]).endswith("{"):
+            end = next((k for k in range(j + 1, len(orig)) if not orig[k].strip() or _width(orig[k]) <= _width(orig[j])
+                        or code(orig[k]).endswith("{")), None)
+            if end is not None and orig[end].strip() and _width(orig[end]) > _width(orig[j]) \
+                    and code(orig[end]).endswith("{"):
+                gone.update(range(j + 1, end + 1))
     return [("del", op[1]) if op[0] == "keep" and op[1] in gone else op for op in ops]
 
 
@@ -1242,7 +1254,7 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
         return _head_tail_rewrites(_align(orig, snippet, pairs, counts, attached, apart, removed, header_end, context),
                                    snippet, orig, counts)
 
-    ops = _rewritten_headers(ops, snippet, header_end, code)
+    ops = _rewritten_headers(ops, snippet, orig, header_end, code)
     definition_starts = {d.name_line for d in in_original or (definitions(original, language) if language else [])}
     ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig, counts, definition_starts),
                            lambda o: _resumed_lines(o, snippet, orig, counts),

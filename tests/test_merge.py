@@ -639,3 +639,11 @@ def test_where_brackets_close_is_found_in_one_pass_as_line_by_line():
     for case in load_cases(FIXTURES)[::7]:
         lines, code = split_lines(case.original), code_of(case.language)
         assert _bracket_ends(lines, code, "([{", ")]}") == [_block_end(lines, j, code) for j in range(len(lines))]
+
+
+def test_a_header_that_opens_its_body_sooner_takes_the_originals_deeper_header_lines_with_it():
+    # A constructor's initializer list cut to one entry: the old list's other lines are header, not body.
+    cpp = ("Cache::Cache()\n    : usage_(0),\n      last_id_(0) {\n  lru_.next = &lru_;\n  lru_.prev = &lru_;\n}\n\n"
+           "Cache::~Cache() {\n  clear();\n}\n")
+    update = "Cache::Cache()\n    : usage_(0) {\n  // ...\n}\n"
+    assert merge(cpp, update, "cpp").text == cpp.replace("    : usage_(0),\n      last_id_(0) {\n", "    : usage_(0) {\n")
