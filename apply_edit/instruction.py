@@ -70,8 +70,9 @@ def deletion_notes(original: str, update: str, language: str) -> dict[int, set[s
             continue
         if original_code is None:
             original_code, snippet_code = (without_comment_lines(text, language) for text in (original, update))
+            defined = _defined_names(original, language)
         names = {m[0] for m in _NAME.finditer(body)
-                 if (_CODE_NAME.search(m[0]) or body[m.end():m.end() + 2] == "()")
+                 if (_CODE_NAME.search(m[0]) or body[m.end():m.end() + 2] == "()" or m[0] in defined)
                  and uses(original_code, m[0]) and not uses(snippet_code, m[0])}
         if names:
             notes[n] = names
@@ -92,17 +93,22 @@ def names_to_remove(instruction: str, update: str, language: str, original: str 
     named = {name.rstrip(".:") for name in named}
     # A plain word ("remove the deprecated interpret alias") is a code name where the file defines it.
     plain = {name for name in named if not _CODE_NAME.search(name)}
-    if plain and original:
-        defined = {d.name for d in definitions(original, language)} if language else set()
-        original_code = code_text(original, language)
-        named -= {name for name in plain
-                  if name not in defined and not re.search(_DECLARING + re.escape(name) + r"\b", original_code)}
-    else:
-        named -= plain
+    named -= plain - _defined_names(original, language, plain)
     if named:
         snippet_code = code_text(update, language)
         named = {name for name in named if not uses(snippet_code, name)}
     return named
+
+
+def _defined_names(original: str, language: str, among: set[str] | None = None) -> set[str]:
+    """The names the original defines (a definition, or `var x`, `def x`, `type x` and their like in its
+    code): where a plain word ("baseline", "interpret") is a code name. `among`: only these are asked."""
+    if not original or among is not None and not among:
+        return set()
+    found = {d.name for d in definitions(original, language)} if language else set()
+    code = code_text(original, language)
+    declared = {m[1] for m in re.finditer(_DECLARING + r"([A-Za-z_$][\w$]*)", code)}
+    return (found | declared) & among if among is not None else found | declared
 
 
 def noted_names(notes: dict[int, set[str]]) -> set[str]:

@@ -647,3 +647,16 @@ def test_a_header_that_opens_its_body_sooner_takes_the_originals_deeper_header_l
            "Cache::~Cache() {\n  clear();\n}\n")
     update = "Cache::Cache()\n    : usage_(0) {\n  // ...\n}\n"
     assert merge(cpp, update, "cpp").text == cpp.replace("    : usage_(0),\n      last_id_(0) {\n", "    : usage_(0) {\n")
+
+
+def test_a_note_may_name_a_plain_word_the_file_defines():
+    # `baseline` is a plain word, and a code name here: the file declares `var baseline`.
+    swift = ("class Maker {\n    public var left: Maker {\n        return self\n    }\n\n"
+             "    @available(*, deprecated)\n    public var baseline: Maker {\n        return self\n    }\n\n"
+             "    public var lastBaseline: Maker {\n        return self\n    }\n}\n")
+    update = ("class Maker {\n    // ... existing code ...\n    public var left: Maker {\n        return self\n    }\n\n"
+              "    // removed deprecated baseline property\n    public var lastBaseline: Maker {\n"
+              "        // ... existing code ...\n    }\n}\n")
+    expected = swift.replace("    @available(*, deprecated)\n    public var baseline: Maker {\n        return self\n    }\n\n", "")
+    assert merge(swift, update, "swift").text == expected
+    assert problems(swift, update, expected, "swift") == []
