@@ -266,10 +266,10 @@ _DECLARES = re.compile(r"^(?:export\s+)?(?:(?:let|const|var)\s+(?:mut\s+)?([A-Za
                        r"|([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s*=(?!=))")
 
 
-# A typed declaration, `private final Map<String, Option> optionMap = ...;`, `static int count;`: words
-# (a type, modifiers), then the name, then `=` or `;`. Not `return x;` or `throw err;`.
+# A typed declaration, `private final Map<String, Option> optionMap = ...;`, `static int count;`, PHP's
+# `public $version = ...;`: words (a type, modifiers), then the name, then `=` or `;`. Not `return x;`.
 _TYPED = re.compile(r"^(?!(?:return|throw|yield|case|else|new|delete|await|goto|echo|print|import|package|using)\b)"
-                    r"(?:[A-Za-z_][\w.]*(?:<[^=;()]*>)?(?:\[\])*\s+)+([A-Za-z_]\w*)\s*(?:=(?!=)|;)")
+                    r"(?:[A-Za-z_][\w.]*(?:<[^=;()]*>)?(?:\[\])*\s+)+([A-Za-z_$][\w$]*)\s*(?:=(?!=)|;)")
 
 
 # A definition's header: `def build(`, `async function build(`, `pub fn build<T>(`, `class Build:`.
@@ -686,8 +686,8 @@ def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached:
                 edits |= {j for j in by_head.get(head[0], ()) if o_width[j] == _width(line)
                           and o_keys[header_end[j]][-1:] == key[-1] and key[-1] in "{([>:"}
             identity = _identity(key)
-            if identity and identity[0] == "defines" and identity in by_identity:
-                edits = set()  # a header edits the header of the definition it names, not a neighbour's
+            if identity and identity[0] in ("defines", "declares") and identity in by_identity:
+                edits = set()  # a header or declaration edits the one of the name it declares, not a neighbour's
             for j in edits | by_identity.get(identity, set()):
                 if gain[j] == _NEG:
                     gain[j], edited[j] = EDITED, True

@@ -660,3 +660,11 @@ def test_a_note_may_name_a_plain_word_the_file_defines():
     expected = swift.replace("    @available(*, deprecated)\n    public var baseline: Maker {\n        return self\n    }\n\n", "")
     assert merge(swift, update, "swift").text == expected
     assert problems(swift, update, expected, "swift") == []
+
+
+def test_a_declaration_edits_the_declaration_of_its_name_not_a_similar_neighbour():
+    php = ("<?php\nclass POP3\n{\n    /** @var string */\n    public $Version = '5.4.0';\n\n    /** @var int */\n"
+           "    public $port;\n\n    /** @var int */\n    public $tval;\n\n    public function login()\n    {\n"
+           "        return true;\n    }\n}\n")
+    update = "<?php\n// ... existing code ...\n    public $Version = '5.4.1';\n// ... existing code ...\n"
+    assert merge(php, update, "php").text == php.replace("5.4.0", "5.4.1")
