@@ -140,8 +140,19 @@ def _node_starts(root) -> list[tuple[int, str]]:
             if body is not None and body.named_child_count:
                 visit(body.named_children)  # the container's own region is its header
 
-    visit(root.named_children)
+    visit(_wrapped(root.named_children))
     return starts
+
+
+def _wrapped(nodes) -> list:
+    """The top-level nodes to split, or, in a file that is one statement around the rest (a shell script's
+    `{ ... }` download guard, an IIFE), the first level inside it with several multi-line parts."""
+    if len([n for n in nodes if n.type not in _LEADING]) != 1:
+        return nodes
+    inner, multi = nodes, []
+    while len(multi := [n for n in inner if n.type not in _LEADING and n.end_point[0] > n.start_point[0]]) == 1:
+        inner = multi[0].named_children
+    return inner if multi else nodes
 
 
 def _blank_line_starts(text: str) -> list[tuple[int, str]]:

@@ -51,8 +51,9 @@ def test_regions_cover_every_line_once(case):
     assert rs[0].start_line == 0
     assert all(a.end_line == b.start_line for a, b in zip(rs, rs[1:]))
     assert rs[-1].end_line >= case.original.count("\n")
-    # A whole new file has nothing to split; a file that is one expression (an IIFE) is one region.
-    assert len(rs) > 1 or not case.original or case.original.lstrip().startswith("(function")
+    # A whole new file has nothing to split; a file that is one statement around the rest (an IIFE, a shell
+    # script's `{ ... }` guard) is split inside it.
+    assert len(rs) > 1 or not case.original
 
 
 def test_unknown_language_falls_back_to_blank_line_blocks():
