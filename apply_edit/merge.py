@@ -1135,18 +1135,6 @@ def _shift(hunk_pairs: list[tuple[str, str]]) -> tuple[str, str] | None:
     return shift if shift != ("", "") else None
 
 
-def _block_end(orig: list[str], start: int, code) -> int:
-    """The last line of the bracketed block that line `start` opens (brackets counted in code, not in
-    strings or comments); `start` where it opens none, or none that closes."""
-    depth = 0
-    for k in range(start, len(orig)):
-        line = code(orig[k])
-        depth += sum(map(line.count, "([{")) - sum(map(line.count, ")]}"))
-        if depth <= 0:
-            return k
-    return start
-
-
 def _bracket_ends(orig: list[str], code, opening: str = "([", closing: str = ")]") -> list[int]:
     """Per line, the line where the brackets it opens (by default parentheses and square brackets: where a
     header's parameters close) are all closed again, counted in code, not in strings or comments; itself
@@ -1179,9 +1167,11 @@ def _removed_lines(orig: list[str], names: set[str], in_original: list[Definitio
         if d.name in names:
             removed[d.start_line:d.end_line + 1] = True
     as_string = re.compile("|".join(rf"([\"'`]){re.escape(name)}\{n + 1}" for n, name in enumerate(sorted(names))))
-    for j in [j for j, line in enumerate(orig) if as_string.search(line)]:
-        if (end := _block_end(orig, j, code)) > j:
-            removed[j:end + 1] = True
+    if registered := [j for j, line in enumerate(orig) if as_string.search(line)]:
+        block_end = _bracket_ends(orig, code, "([{", ")]}")
+        for j in registered:
+            if block_end[j] > j:  # a line that only mentions the name as a string stays
+                removed[j:block_end[j] + 1] = True
     for first in [j for j in range(len(orig)) if removed[j] and not (j and removed[j - 1])]:
         last = first
         while last + 1 < len(orig) and removed[last + 1]:

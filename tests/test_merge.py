@@ -634,11 +634,19 @@ def test_a_header_written_on_one_line_replaces_the_originals_header_over_several
 
 def test_where_brackets_close_is_found_in_one_pass_as_line_by_line():
     from apply_edit.languages import code_of
-    from apply_edit.merge import _block_end, _bracket_ends
+    from apply_edit.merge import _bracket_ends
+
+    def block_end(lines, start, code):  # the plain reading: walk on until the depth is back
+        depth = 0
+        for k in range(start, len(lines)):
+            depth += sum(map(code(lines[k]).count, "([{")) - sum(map(code(lines[k]).count, ")]}"))
+            if depth <= 0:
+                return k
+        return start
 
     for case in load_cases(FIXTURES)[::7]:
         lines, code = split_lines(case.original), code_of(case.language)
-        assert _bracket_ends(lines, code, "([{", ")]}") == [_block_end(lines, j, code) for j in range(len(lines))]
+        assert _bracket_ends(lines, code, "([{", ")]}") == [block_end(lines, j, code) for j in range(len(lines))]
 
 
 def test_a_header_that_opens_its_body_sooner_takes_the_originals_deeper_header_lines_with_it():
