@@ -27,21 +27,9 @@ from collections import Counter
 from .definitions import definitions, duplicate_declarations, snippet_definitions
 from .instruction import code_text, deletion_notes, names_to_remove, noted_names, uses, without_comment_lines
 from .merge import code_lines, is_marker, marker_keys, merge
-from .regions import parser_for
+from .regions import parse_errors, parser_for
 
 MAX_DROPPED = 0.2
-
-
-def _parse_errors(root) -> int:
-    """How many places a parse could not read (error and missing nodes, an error's insides not counted)."""
-    count, stack = 0, [root]
-    while stack:
-        node = stack.pop()
-        if node.is_error or node.is_missing:
-            count += 1
-        elif node.has_error:
-            stack.extend(node.children)
-    return count
 
 
 def _missing_in_order(wanted: list[str], have: list[str]) -> int:
@@ -154,8 +142,10 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     if old_tree is not None and new_tree is not None and new_tree.has_error:
         if not old_tree.has_error:
             found.append(f"it does not parse as {language} (the original does)")
-        elif (more := _parse_errors(new_tree) - _parse_errors(old_tree)) > 0:
-            found.append(f"it has {more} more parse error(s) as {language} than the original")
+        else:
+            more = len(list(parse_errors(new_tree))) - len(list(parse_errors(old_tree)))
+            if more > 0:
+                found.append(f"it has {more} more parse error(s) as {language} than the original")
     twice = sorted({name for _, name in duplicate_declarations(new_tree, language)
                     - duplicate_declarations(old_tree, language)})
     if twice:

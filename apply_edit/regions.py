@@ -16,6 +16,7 @@ import bisect
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePath
+from typing import Iterator
 
 from .languages import GRAMMARS, language_of
 
@@ -90,17 +91,21 @@ def guess_language(text: str, candidates: tuple[str, ...] = _GUESSABLE) -> str:
     return best if best_lines is not None and best_lines * 10 <= text.count("\n") + 1 else ""
 
 
-def _lines_in_errors(root) -> int:
-    """Lines covered by the outermost ERROR or MISSING nodes (one ERROR node may swallow a whole file)."""
-    covered: set[int] = set()
+def parse_errors(root) -> Iterator:
+    """The outermost ERROR and MISSING nodes of a parse: the places it could not read (an error's insides
+    are not walked)."""
     stack = [root]
     while stack:
         node = stack.pop()
         if node.is_error or node.is_missing:
-            covered.update(range(node.start_point[0], node.end_point[0] + 1))
+            yield node
         elif node.has_error:
             stack.extend(node.children)
-    return len(covered)
+
+
+def _lines_in_errors(root) -> int:
+    """Lines covered by the outermost ERROR or MISSING nodes (one ERROR node may swallow a whole file)."""
+    return len({line for node in parse_errors(root) for line in range(node.start_point[0], node.end_point[0] + 1)})
 
 
 def regions(text: str, language: str) -> list[Region]:
