@@ -1,0 +1,84 @@
+"""The deterministic merge of the original and the lazy snippet, with a report of how sure it is.
+
+The snippet is a sequence of lines and marker comments (`// ... existing code ...`); a marker stands for
+original lines kept as they are. The merge is one alignment of the whole snippet against the original
+(dynamic programming over snippet line x original line), scored so that structure decides, then
+realigned where the alignment wrote lines shown as context as new. Its passes, in order, each a module
+whose docstring states the rules it implements:
+
+- `snippet`: the original's and the snippet's lines, the snippet parsed into hunks and markers;
+- `anchors`: how snippet lines relate to original lines (edits, rare identities, attached lines);
+- `pairs`: definitions paired between the snippet and the original (shown whole, or new);
+- `blocks`: where brackets and blocks close;
+- `removals`: the original lines that go with a name the instruction asks to remove;
+- `align`: the dynamic-programming alignment, as ops (keep, del, match, edit, ins);
+- `repairs`: rewrites of one alignment (head and tail rewrites, dangling edits, rewritten headers);
+- `twins`: alignments again with lines shown as context matched to their twins;
+- `render`: the final ops as the candidate's text;
+- `report`: how each hunk was placed, what was deleted, what was kept outside a marker's scope.
+
+Names with a leading underscore are the package's own: its modules share them, callers do not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..definitions import definitions, snippet_definitions
+from ..instruction import names_to_remove, noted_names
+from ..languages import code_of
+from .align import _align
+from .anchors import _attached_lines, _comment_line
+from .blocks import _block_ends, _bracket_ends, _indented_block_ends
+from .pairs import _apart, _keep_between_whole_definitions, _pairs
+from .removals import _removed_lines
+from .render import _render
+from .repairs import _dangling_edits, _head_tail_rewrites, _rewritten_headers
+from .report import HunkPlacement, MergeCandidate, MergeReport, _report
+from .snippet import _read, _width, code_lines, is_marker, marker_keys, split_lines
+from .twins import _closing_twins, _kept_twins, _realigned, _resumed_lines, _resuming_runs, _rewritten_comment_ends
+
+__all__ = ["HunkPlacement", "MergeCandidate", "MergeReport", "code_lines", "is_marker", "marker_keys", "merge",
+           "split_lines"]
+
+
+def merge(original: str, update: str, language: str = "", instruction: str = "") -> MergeCandidate:
+    """The merge of `update` into `original`; `instruction` only says which names it removes."""
+    orig, update_lines, counts, snippet, notes = _read(original, update, language)
+    names = names_to_remove(instruction, update, language, original) | noted_names(notes)
+    in_snippet, in_original = [], []
+    if language and orig:
+        top_level = [n for n in snippet.markers if not _width(update_lines[n])]
+        in_snippet = snippet_definitions("".join(update_lines), language, top_level)
+        in_original = definitions(original, language) if in_snippet or names else []
+    pairs = _pairs(snippet, in_snippet, in_original)
+    comment, code = _comment_line(language), code_of(language)
+    _keep_between_whole_definitions(snippet, pairs, orig, comment)
+    apart = _apart(snippet, in_snippet, in_original, orig, counts)
+    attached = _attached_lines(snippet, [line.strip() for line in orig], counts, language)
+    removed = _removed_lines(orig, names, in_original, language)
+    header_end = _bracket_ends(orig, code)
+
+    def align(context: dict[int, int] | None = None) -> list[tuple]:
+        ops = _align(orig, snippet, pairs, counts, attached, apart, removed, header_end, context)
+        return _head_tail_rewrites(ops, snippet, orig, counts)
+
+    ops = align()
+    if dangling := _dangling_edits(ops, snippet, orig):
+        for i, j in dangling:
+            apart.setdefault(i, np.zeros(len(orig), dtype=bool))[j] = True
+        ops = align()
+    ops = _rewritten_headers(ops, snippet, orig, header_end, code)
+
+    definition_starts = {d.name_line for d in in_original or (definitions(original, language) if language else [])}
+    # Where the snippet's blocks close, by brackets and, where a marker hides closers, by indentation.
+    snippet_ends = {**_block_ends(snippet.lines, code), **_indented_block_ends(snippet.lines, code)}
+    original_ends = _block_ends(orig, code)
+    ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig, counts, definition_starts),
+                           lambda o: _resumed_lines(o, snippet, orig, counts),
+                           lambda o: _resuming_runs(o, snippet, orig),
+                           lambda o: _rewritten_comment_ends(o, snippet, orig, comment),
+                           lambda o: _closing_twins(o, snippet, orig, counts, snippet_ends, original_ends)], align)
+
+    text, origin, replaced = _render(ops, snippet, orig, original, language)
+    return MergeCandidate(text, origin, len(orig), _report(ops, snippet, orig, counts, pairs, replaced))

@@ -1,0 +1,134 @@
+"""Definitions paired between the snippet and the original (tree-sitter, `definitions.py`).
+
+Hands the alignment `pairs`, (first, last snippet code line, first, last original line, whole) for the
+snippet's definitions with one namesake in the original, which fix where those lines go; `apart`, per
+line of a new definition the original lines it may not match or edit; and, in a snippet without
+markers, a marker's gap between two definitions shown whole (`_keep_between_whole_definitions`):
+
+- a definition (function, method, class, type, impl) that the snippet shows whole, with no marker inside,
+  replaces the original's definition of the same kind and name from its first line to its last; one
+  with no namesake there is new code, whose lines match none of the original's definitions of its kind
+  (which it resembles: a similar header, the same locking lines), unless it renames one (most of both
+  bodies are the same lines).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from ..definitions import Definition
+from .anchors import _closes, _trivial
+from .snippet import _Snippet, _width
+
+def _keep_between_whole_definitions(snippet: _Snippet, pairs, orig: list[str], comment) -> None:
+    """In a snippet without markers, two definitions shown whole one after the other (blank and comment
+    lines between) replace two original ones that code separates: "these two functions, changed". That
+    code is left where it is, as if a marker stood between them (with markers elsewhere, a snippet that
+    shows two definitions side by side shows the code between them deleted)."""
+    if snippet.markers:
+        return
+    whole = sorted((a, b, start, end) for a, b, start, end, is_whole in pairs if is_whole)
+    for (a1, b1, _, e1), (a2, _, s2, _) in zip(whole, whole[1:]):
+        between = range(b1 + 1, a2)
+        if b1 < a2 and e1 + 1 < s2 and all(not (key := snippet.lines[i].strip()) or comment(key) for i in between) \
+                and any(line.strip() for line in orig[e1 + 1:s2]) \
+                and all(snippet.reach[g] is None for g in range(b1 + 1, a2 + 1)):
+            snippet.reach[b1 + 1] = min(_width(snippet.lines[a1]), _width(snippet.lines[a2]))
+
+
+def _shown_whole(d: Definition, snippet: _Snippet) -> bool:
+    """Whether the snippet shows definition d whole: it parses, no marker inside it or right after it
+    (that may be the rest of its body)."""
+    return d.complete and not any(d.start_line <= m <= d.end_line + 1 for m in snippet.markers)
+
+
+# A function definition's kind where the same code inside a class is a method of another kind (PHP).
+_METHOD_OF = {"function_definition": "method_declaration"}
+
+
+def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition]
+           ) -> list[tuple[int, int, int, int, bool]]:
+    """(first, last snippet code line, first, last original line, whole) for the snippet's definitions
+    that have exactly one namesake of their kind in the original and in the snippet: those shown whole
+    (no marker inside: `whole`), and those shown with markers inside but with their closing line
+    (`}`, `end`), whose first and last lines are the original's first and last."""
+    if not in_snippet:
+        return []
+    names = Counter((d.kind, d.name) for d in in_original)
+    shown_names = Counter((d.kind, d.name) for d in in_snippet)
+    by_name = {(d.kind, d.name): d for d in in_original}
+    index = {n: i for i, n in enumerate(snippet.number)}
+    whole_spans: list[tuple[int, int]] = []
+    pairs = []
+    for d in in_snippet:  # outer definitions come before the ones inside them
+        key = (d.kind, d.name)
+        if not names[key] and names[(_METHOD_OF.get(d.kind), d.name)]:
+            key = (_METHOD_OF[d.kind], d.name)  # a method shown without its class parses as a function
+        if names[key] != 1 or shown_names[d.kind, d.name] != 1 or d.start_line not in index or d.end_line not in index:
+            continue
+        if any(a <= d.start_line and d.end_line <= b for a, b in whole_spans):
+            continue  # inside a definition shown whole: it goes with it
+        o = by_name[key]
+        # Without decorators of its own, the snippet's definition leaves the original's in place.
+        start = o.start_line if d.name_line > d.start_line else o.name_line
+        whole = _shown_whole(d, snippet)
+        if whole and d.end_line == d.name_line and o.end_line > o.name_line:
+            continue  # a body-less line (Go's `func f()` before a `{` the parser lost) is no whole body
+        last = snippet.lines[index[d.end_line]]
+        closed = (d.name_line in index and d.end_line > d.name_line and _trivial(last.strip())
+                  and _width(last) <= _width(snippet.lines[index[d.name_line]])  # `}` or `end` closes it
+                  and _indented_inside(snippet.lines[index[d.name_line]:index[d.end_line] + 1]))
+        if whole:
+            whole_spans.append((d.start_line, d.end_line))
+        elif not closed:
+            continue
+        pairs.append((index[d.start_line], index[d.end_line], start, o.end_line, whole))
+    pairs.sort()
+    kept, last = [], (-1, -1)
+    for p in pairs:  # nested or in order on both sides
+        if all(p[2] > q[3] or (q[0] <= p[0] and p[1] <= q[1] and q[2] <= p[2] and p[3] <= q[3]) for q in kept):
+            kept.append(p)
+    return kept
+
+
+def _apart(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition],
+           orig: list[str], counts: Counter) -> dict[int, np.ndarray]:
+    """Per line of a definition the snippet shows whole with no namesake in the original (new code):
+    the original lines it may not match or edit, those of the original's definitions of its kind. A new
+    definition looks like its neighbours (`def peek(self, key, default=None)` beside `def setdefault(self,
+    key, default=None)`, `v.mu.RLock()` in every method); it is an edit of one of them only where it
+    renames it: most of its body and most of that one's are the same lines found once in the original
+    (lines every method has say nothing)."""
+    index = {n: i for i, n in enumerate(snippet.number)}
+    names = {(d.kind, d.name) for d in in_original}
+    found: dict[int, np.ndarray] = {}
+    old_bodies: dict[Definition, set[str]] = {}
+    for d in in_snippet:
+        if (d.kind, d.name) in names or d.name_line not in index or not _shown_whole(d, snippet):
+            continue
+        lines = [index[n] for n in range(d.name_line, d.end_line + 1) if n in index]
+        body = {key for i in lines[1:] if not _trivial(key := snippet.lines[i].strip())}
+        others = np.zeros(len(orig), dtype=bool)
+        for o in (o for o in in_original if o.kind == d.kind):
+            if o not in old_bodies:
+                old_bodies[o] = {key for j in range(o.name_line + 1, o.end_line + 1)
+                                 if not _trivial(key := orig[j].strip())}
+            shared = len({key for key in body & old_bodies[o] if counts[key] == 1})
+            if shared * 2 <= max(len(body), len(old_bodies[o])):
+                others[o.name_line:o.end_line + 1] = True
+        if others.any():
+            found.update((i, others) for i in lines)
+    return found
+
+
+def _indented_inside(lines: list[str]) -> bool:
+    """Whether the lines between a definition's first and last stay deeper than its first; a line at its
+    depth may only continue it (`{` on a line of its own, `) error {`). Where a marker hides a closing
+    line, tree-sitter's error recovery can stretch a definition over the next ones; its indentation
+    still says where it ends."""
+    width = _width(lines[0])
+    return all(not line.strip() or _width(line) > width
+               or (_width(line) == width and line.strip()[0] in "{)]}" and not _closes(line.strip()))
+               for line in lines[1:-1])

@@ -1,0 +1,88 @@
+"""Repairs of one alignment: op rewrites that the alignment's scores, line by line, cannot see.
+
+Each takes the alignment's ops and hands back ops (or what to align again with):
+
+- the unmatched head (tail) of a snippet without a leading (trailing) marker rewrites the file's head
+  (tail) of about its size (`_head_tail_rewrites`, applied to every alignment);
+- an edit that is a new neighbour of the line it edits, not a new version of it, is kept apart from
+  that line in the next alignment (`_dangling_edits`);
+- a definition's header (`def build(`, `function build(`) replaces the header of the definition it
+  names where the file has one, with all the lines up to where that header's parameters close
+  (`_rewritten_headers`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from .anchors import _trivial
+from .snippet import _Snippet, _width
+
+_LONG_NAME = re.compile(r"[A-Za-z_]\w{5,}")
+_DECLARED_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w{5,}(?!\w|\s*\()")  # not a member, not a call
+
+
+def _dangling_edits(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list[tuple[int, int]]:
+    """Edits (snippet line, original line) that bring a new name and take away one the original line
+    introduces (its first line: where it is declared, in most languages; not a call or a member) that the
+    snippet never shows, while lines the alignment keeps still use it: not an edit of that declaration
+    but a new neighbour that looks like it (a new `PyDoc_STRVAR(x_doc, ...)` over the old one, whose name
+    the method table still uses). A rename changes the uses too."""
+    first: dict[str, int] = {}
+    for j, line in enumerate(orig):
+        for name in _LONG_NAME.findall(line):
+            first.setdefault(name, j)
+    kept = [orig[op[1]] for op in ops if op[0] == "keep"] + [orig[op[2]] for op in ops if op[0] == "match"]
+    used = {name for line in kept for name in _LONG_NAME.findall(line)}
+    shown = {name for line in snippet.lines for name in _LONG_NAME.findall(line)}
+    return [(op[1], op[2]) for op in ops if op[0] == "edit"
+            and any(name not in first for name in _DECLARED_NAME.findall(snippet.lines[op[1]]))
+            and any(first[name] == op[2] and name in used
+                    for name in set(_DECLARED_NAME.findall(orig[op[2]])) - shown)]
+
+
+def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter) -> list[tuple]:
+    """A snippet without a leading (trailing) marker whose unmatched head (tail) is followed (preceded)
+    by a match of a line found once in the original rewrites the original's head (tail) when that is no
+    longer than the snippet's plus one."""
+    def anchors(op: tuple) -> bool:  # only a match or an edit has an original line (op[2])
+        return op[0] in ("match", "edit") and not _trivial(key := orig[op[2]].strip()) and counts[key] == 1
+
+    def rewrite(seq: list[tuple]) -> list[tuple]:
+        kept = next((n for n, op in enumerate(seq) if op[0] != "keep"), len(seq))
+        end = next((n for n in range(kept, len(seq)) if seq[n][0] != "ins"), len(seq))
+        if 0 < kept <= end - kept + 1 and kept < end < len(seq) and anchors(seq[end]):
+            return [("del", op[1]) for op in seq[:kept]] + seq[kept:]
+        return seq
+
+    if snippet.reach[0] is None:
+        ops = rewrite(ops)
+    if snippet.reach[-1] is None:
+        ops = rewrite(ops[::-1])[::-1]
+    return ops
+
+
+def _rewritten_headers(ops: list[tuple], snippet: _Snippet, orig: list[str], header_end: list[int],
+                       code) -> list[tuple]:
+    """A header the snippet writes on one line that edits the first line of one the original spreads over
+    several: the header's other lines go with it, rather than stay under the marker that keeps its body.
+    Where its parameters go on (`def build(name,` / `path):`), up to where they close; where it opens the
+    body the original opens further down (`: usage_(0) {` over `: usage_(0),` / `last_id_(0) {`, a
+    constructor's initializer list), its deeper lines up to that one."""
+    gone: set[int] = set()
+    for op in ops:
+        if op[0] != "edit":
+            continue
+        j, text = op[2], code(snippet.lines[op[1]])
+        if sum(map(text.count, "([")) != sum(map(text.count, ")]")):
+            continue
+        if header_end[j] > j:
+            gone.update(range(j + 1, header_end[j] + 1))
+        elif text.endswith("{") and not code(orig[j]).endswith("{"):
+            end = next((k for k in range(j + 1, len(orig)) if not orig[k].strip() or _width(orig[k]) <= _width(orig[j])
+                        or code(orig[k]).endswith("{")), None)
+            if end is not None and orig[end].strip() and _width(orig[end]) > _width(orig[j]) \
+                    and code(orig[end]).endswith("{"):
+                gone.update(range(j + 1, end + 1))
+    return [("del", op[1]) if op[0] == "keep" and op[1] in gone else op for op in ops]

@@ -1,0 +1,59 @@
+"""Definitions paired between the snippet and the original (`apply_edit.merge.pairs`)."""
+
+from collections import Counter
+
+from apply_edit.definitions import definitions, snippet_definitions
+from apply_edit.merge.pairs import _apart, _keep_between_whole_definitions, _pairs
+from apply_edit.merge.snippet import _read
+
+ORIGINAL = ("def load(path):\n    with open(path) as f:\n        return f.read()\n\n\n"
+            "def save(path, text):\n    with open(path, 'w') as f:\n        f.write(text)\n")
+
+
+def definitions_of(original, update, language):
+    orig, update_lines, counts, snippet, _ = _read(original, update, language)
+    top_level = [n for n in snippet.markers if not update_lines[n][:1].isspace()]
+    return orig, counts, snippet, snippet_definitions("".join(update_lines), language, top_level), \
+        definitions(original, language)
+
+
+def test_a_definition_shown_whole_pairs_with_its_namesake():
+    update = "# ... existing code ...\ndef save(path, text):\n    print(text)\n"
+    _, _, snippet, in_snippet, in_original = definitions_of(ORIGINAL, update, "python")
+    # snippet lines 0..1 replace original lines 5..7, whole (no marker inside)
+    assert _pairs(snippet, in_snippet, in_original) == [(0, 1, 5, 7, True)]
+
+
+def test_a_definition_with_a_marker_inside_pairs_only_when_its_closing_line_is_shown():
+    js = "function a() {\n  one();\n  two();\n}\n\nfunction b() {\n  return 2;\n}\n"
+    closed = "function a() {\n  // ... existing code ...\n  three();\n}\n"
+    _, _, snippet, in_snippet, in_original = definitions_of(js, closed, "javascript")
+    assert _pairs(snippet, in_snippet, in_original) == [(0, 2, 0, 3, False)]
+    open_ended = "function a() {\n  zero();\n  // ... existing code ...\n"
+    _, _, snippet, in_snippet, in_original = definitions_of(js, open_ended, "javascript")
+    assert _pairs(snippet, in_snippet, in_original) == []
+
+
+def test_a_new_definition_stays_apart_from_the_old_ones_unless_it_renames_one():
+    new = "# ... existing code ...\ndef append(path, text):\n    with open(path, 'a') as f:\n        f.write(text)\n"
+    orig, counts, snippet, in_snippet, in_original = definitions_of(ORIGINAL, new, "python")
+    apart = _apart(snippet, in_snippet, in_original, orig, counts)
+    assert sorted(apart) == [0, 1, 2]  # each of its lines
+    assert apart[0].tolist() == [True, True, True, False, False, True, True, True]  # not `load`'s or `save`'s
+    renamed = "# ... existing code ...\ndef store(path, text):\n    with open(path, 'w') as f:\n        f.write(text)\n"
+    orig, counts, snippet, in_snippet, in_original = definitions_of(ORIGINAL, renamed, "python")
+    apart = _apart(snippet, in_snippet, in_original, orig, counts)
+    assert not apart[0][5:].any()  # most of `save`'s body is its body: it may be `save` renamed
+    assert apart[0][:3].all()
+
+
+def test_code_between_two_definitions_shown_whole_is_kept_in_a_snippet_without_markers():
+    original = ORIGINAL.replace("\n\n\ndef save", "\n\n\nLIMIT = 10\n\n\ndef save")
+    update = ("def load(path):\n    return open(path).read()\n\n\n"
+              "def save(path, text):\n    open(path, 'w').write(text)\n")
+    orig, _, snippet, in_snippet, in_original = definitions_of(original, update, "python")
+    pairs = _pairs(snippet, in_snippet, in_original)
+    assert [p[4] for p in pairs] == [True, True]
+    _keep_between_whole_definitions(snippet, pairs, orig, lambda key: key.startswith("#"))
+    assert snippet.reach[2] == 0 and snippet.reach.count(None) == len(snippet.reach) - 1  # a marker's gap after `load`
+    assert Counter(snippet.reach)[0] == 1

@@ -1,0 +1,49 @@
+"""Turning the alignment into text (`apply_edit.merge.render`)."""
+
+from apply_edit.merge.render import (_join, _render, _shift, _without_blank_insertions,
+                                     _without_replaced_declarations, _written_lines)
+from apply_edit.merge.snippet import _parse_snippet, split_lines
+
+
+def test_the_end_of_the_text_ends_like_the_original():
+    assert _join([("a\n", 0), ("b", None)], "a\nb\n", "\n") == "a\nb\n"  # a final newline is added
+    assert _join([("a\n", 0), ("c\n", None)], "a\nb", "\n") == "a\nc"  # the snippet wrote the last line
+    assert _join([("a\r\n", 0), ("b", 1)], "a\r\nb", "\r\n") == "a\r\nb"  # the original's own last line
+    assert _join([], "", "\n") == ""
+
+
+def test_a_new_blank_line_between_two_adjacent_original_lines_is_dropped():
+    out = [("a\n", 0, 0), ("\n", None, None), ("b\n", 1, 1), ("\n", None, None), ("c\n", None, None), ("d\n", 3, 3)]
+    assert _without_blank_insertions(out) == [("a\n", 0, 0), ("b\n", 1, 1), ("\n", None, None), ("c\n", None, None),
+                                              ("d\n", 3, 3)]
+
+
+def test_a_hunk_shown_without_its_enclosing_block_is_indented_as_the_original():
+    assert _shift([("def f():\n", "    def f():\n"), ("    x = 1\n", "        x = 1\n")]) == ("", "    ")
+    assert _shift([("        x = 1\n", "    x = 1\n")]) == ("    ", "")
+    assert _shift([("  a\n", "    a\n"), ("b\n", "b\n")]) is None  # only some lines moved: that is the edit
+    assert _shift([("x\n", "x\n")]) is None
+
+
+def test_new_lines_of_a_shifted_hunk_get_the_original_indentation():
+    orig = split_lines("class A:\n    def f(self):\n        return 1\n")
+    snippet = _parse_snippet(["def f(self):\n", "    log()\n", "    return 1\n"], set(), "", set())
+    ops = [("keep", 0, False), ("match", 0, 1), ("ins", 1), ("match", 2, 2)]
+    assert _written_lines(ops, snippet, orig) == [("class A:\n", 0, 0), ("    def f(self):\n", 1, 1),
+                                                  ("        log()\n", None, None), ("        return 1\n", 2, 2)]
+
+
+def test_a_kept_declaration_beside_its_new_version_is_dropped():
+    original = "const limit = 5;\nrun(limit);\n"
+    lines = [("const limit = 10;\n", None), ("const limit = 5;\n", 0), ("run(limit);\n", 1)]
+    assert _without_replaced_declarations(lines, original, "javascript") == (
+        [("const limit = 10;\n", None), ("run(limit);\n", 1)], [0])
+    assert _without_replaced_declarations(lines[1:], original, "javascript") == (lines[1:], [])
+
+
+def test_render_returns_the_text_origins_and_the_replaced_lines():
+    original = "const limit = 5;\nrun(limit);\n"
+    snippet = _parse_snippet(["const limit = 10;\n", "// ... existing code ...\n"], set(), "javascript", set())
+    ops = [("ins", 0), ("keep", 0, False), ("keep", 1, False)]
+    assert _render(ops, snippet, split_lines(original), original, "javascript") == \
+        ("const limit = 10;\nrun(limit);\n", [None, 1], [0])

@@ -1,0 +1,43 @@
+"""Repairs of one alignment (`apply_edit.merge.repairs`)."""
+
+from collections import Counter
+
+from apply_edit.languages import code_of
+from apply_edit.merge.blocks import _bracket_ends
+from apply_edit.merge.repairs import _dangling_edits, _head_tail_rewrites, _rewritten_headers
+from apply_edit.merge.snippet import _parse_snippet, split_lines
+
+
+def test_an_unmatched_head_rewrites_the_file_head_of_about_its_size():
+    orig = ["old_header()\n", "anchor_line()\n", "rest()\n"]
+    snippet = _parse_snippet(["new_header()\n", "anchor_line()\n", "# ... existing code ...\n"], set(), "", set())
+    ops = [("keep", 0, False), ("ins", 0), ("match", 1, 1), ("keep", 2, False)]
+    assert _head_tail_rewrites(ops, snippet, orig, Counter(line.strip() for line in orig)) == \
+        [("del", 0), ("ins", 0), ("match", 1, 1), ("keep", 2, False)]
+    longer = ["one()\n", "two()\n", "three()\n"] + orig[1:]  # a head longer than the snippet's plus one stays
+    ops = [("keep", 0, False), ("keep", 1, False), ("keep", 2, False), ("ins", 0), ("match", 1, 3), ("keep", 4, False)]
+    assert _head_tail_rewrites(ops, snippet, longer, Counter(line.strip() for line in longer)) == ops
+
+
+def test_no_head_rewrite_after_a_leading_marker():
+    orig = ["old_header()\n", "anchor_line()\n"]
+    snippet = _parse_snippet(["# ... existing code ...\n", "new_header()\n", "anchor_line()\n"], set(), "", set())
+    ops = [("keep", 0, False), ("ins", 0), ("match", 1, 1)]
+    assert _head_tail_rewrites(ops, snippet, orig, Counter(line.strip() for line in orig)) == ops
+
+
+def test_a_header_written_on_one_line_takes_the_lines_of_its_parameters():
+    orig = split_lines("def build(name,\n          path):\n    return name\n")
+    snippet = _parse_snippet(["def build(name, path, verbose):\n", "    # ... existing code ...\n"], set(), "", set())
+    header_end = _bracket_ends(orig, code_of("python"))
+    ops = [("edit", 0, 0), ("keep", 1, False), ("keep", 2, False)]
+    assert _rewritten_headers(ops, snippet, orig, header_end, code_of("python")) == \
+        [("edit", 0, 0), ("del", 1), ("keep", 2, False)]
+
+
+def test_an_edit_that_takes_away_a_name_still_used_is_a_new_neighbour():
+    orig = split_lines('PyDoc_STRVAR(old_doc, "x");\n{"f", f, METH_NOARGS, old_doc},\n')
+    snippet = _parse_snippet(['PyDoc_STRVAR(new_doc, "y");\n', "// ... existing code ...\n"], set(), "", set())
+    assert _dangling_edits([("edit", 0, 0), ("keep", 1, False)], snippet, orig) == [(0, 0)]
+    # where the use goes too, it is a rename
+    assert _dangling_edits([("edit", 0, 0), ("del", 1)], snippet, orig) == []

@@ -1,0 +1,45 @@
+"""Realignment by twins (`apply_edit.merge.twins`)."""
+
+from collections import Counter
+
+from apply_edit.merge.twins import _closing_twins, _kept_twins, _realigned, _resumed_lines
+from apply_edit.merge.snippet import _parse_snippet, split_lines
+
+
+def test_twins_are_kept_only_where_the_alignment_can_match_them_all():
+    first = [("ins", 0), ("keep", 0, False)]
+    good = [("del", 0), ("match", 0, 0)]
+    assert _realigned(first, [lambda ops: {0: 0}], lambda context: good) == good
+    assert _realigned(first, [lambda ops: {0: 0}], lambda context: [("ins", 0), ("match", 0, 1)]) == first
+    assert _realigned(first, [lambda ops: {}], lambda context: good) == first
+
+
+def test_a_line_written_as_new_right_after_a_marker_kept_it_resumes_there():
+    orig = split_lines("setup_all()\nrun_checks()\nfinish()\n")
+    snippet = _parse_snippet(["// ... existing code ...\n", "run_checks()\n", "report_results()\n"], set(), "", set())
+    ops = [("keep", 0, False), ("keep", 1, False), ("keep", 2, False), ("ins", 0), ("ins", 1)]
+    assert _resumed_lines(ops, snippet, orig, Counter(line.strip() for line in orig)) == {0: 1}
+
+
+def test_a_run_written_beside_a_marker_keeping_the_same_run_is_its_twin():
+    orig = split_lines("alpha_step()\nbeta_step()\ngamma_step()\n")
+    snippet = _parse_snippet(["new_step()\n", "alpha_step()\n", "beta_step()\n", "// ... existing code ...\n"],
+                             set(), "", set())
+    ops = [("ins", 0), ("ins", 1), ("ins", 2), ("keep", 0, False), ("keep", 1, False), ("keep", 2, False)]
+    counts = Counter(line.strip() for line in orig)
+    # the whole run is not kept ([new_step, alpha, beta]), its end from a line found once is
+    assert _kept_twins(ops, snippet, orig, counts, set()) == {1: 0, 2: 1}
+    assert _kept_twins(ops, snippet, orig, counts, {0}) == {1: 0, 2: 1}  # no definition starts before the twin
+    far = split_lines("def other():\n    x()\nalpha_step()\nbeta_step()\n")
+    ops = [("ins", 0), ("ins", 1), ("ins", 2)] + [("keep", j, False) for j in range(4)]
+    assert _kept_twins(ops, snippet, far, Counter(line.strip() for line in far), {0}) == {}
+
+
+def test_a_block_opened_on_a_line_found_once_closes_where_the_original_block_does():
+    orig = split_lines("switch (x) {\ncase 1:\n  one();\n}\nafter();\n")
+    snippet = _parse_snippet(["switch (x) {\n", "case 0:\n", "  zero();\n", "// ... existing code ...\n", "}\n"],
+                             set(), "", set())
+    # the alignment matched `}` to nothing: it was written as new after the marker kept the old `}`
+    ops = [("match", 0, 0), ("ins", 1), ("ins", 2), ("keep", 1, False), ("keep", 2, False), ("keep", 3, False),
+           ("keep", 4, False), ("ins", 3)]
+    assert _closing_twins(ops, snippet, orig, Counter(line.strip() for line in orig), {0: 3}, {0: 3}) == {3: 3}
