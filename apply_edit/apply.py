@@ -137,6 +137,7 @@ class ApplyStats:
     plan_s: float = 0.0  # building the drafting plan: merge candidate, regions, suffix arrays
     path: str = ""  # which path produced the text (decide.PATHS); "" when unjudged
     disagreement_line: int = 0  # 1-based line of the merge where the model first departed from it; 0: none
+    merge_confident: bool | None = None  # the merge's report calls every hunk placed by structure; None: unjudged
     ttft_s: float = 0.0  # from the request's start to its first text
     total_s: float = 0.0  # from the request's start to its end
     decode: DecodeStats = field(default_factory=DecodeStats)
@@ -215,6 +216,8 @@ class ApplyRun:
         return cls(no_blocks, None, None, stats, start, candidate=judge.candidate.text, judge=judge)
 
     def __iter__(self) -> Iterator[str]:
+        if self._judge is not None:
+            self.stats.merge_confident = self._judge.candidate.report.confident
         if self._judge is None:
             for piece in self._pieces():
                 self.model_text += piece

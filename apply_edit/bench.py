@@ -119,7 +119,7 @@ def merge_record(case: EditCase) -> Record:
     text = judge.candidate.text
     return Record(case.name, "merge", time.perf_counter() - t0, 0.0, 0, 0, text, text == case.expected,
                   candidate_is_output=True, path="sound" if judge.merge_sound else "unsound",
-                  reason="; ".join(judge.merge_problems))
+                  reason="; ".join(judge.merge_problems), stats={"confident": judge.candidate.report.confident})
 
 
 def run_case(applier: Applier | None, case: EditCase, method: str, options: ApplyOptions,

@@ -307,6 +307,21 @@ def cmd_build_llama_server(args) -> int:
     return 0
 
 
+def cmd_corpus_build(args) -> int:
+    from .corpus.build import main_build
+    from .corpus.releases import default_cache
+
+    downloads = Path(args.downloads) if args.downloads else default_cache()
+    also = [Path(p) for p in args.also_from]
+    return main_build(Path(args.sources), Path(args.out), downloads, also, args.per_project, args.seed)
+
+
+def cmd_corpus_report(args) -> int:
+    from .corpus.report import main_report
+
+    return main_report(Path(args.records), Path(args.corpus), args.method)
+
+
 def cmd_model_fetch(args) -> int:
     from .models.registry import MODELS, ProvisioningError, provision
 
@@ -426,6 +441,26 @@ def build_parser() -> argparse.ArgumentParser:
     _add_client_args(p)
     _add_model_args(p)
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("corpus", help="the corpus of real edits made from projects' releases")
+    csub = p.add_subparsers(dest="corpus_command", required=True)
+    c = csub.add_parser("build", help="download the releases the manifest names and write the cases, split by "
+                                      "project into OUT/tune and OUT/report")
+    from .corpus.build import SOURCES
+
+    c.add_argument("--sources", default=str(SOURCES), help="the manifest (default: the one shipped)")
+    c.add_argument("--out", default="corpus", help="where the cases go (default: ./corpus)")
+    c.add_argument("--downloads", help="download cache (default: ~/.cache/apply_edit/corpus-downloads)")
+    c.add_argument("--also-from", action="append", default=[], metavar="DIR",
+                   help="another folder of downloads named by sha256 to read before downloading")
+    c.add_argument("--per-project", type=int, default=8, help="edits taken from each project (default: 8)")
+    c.add_argument("--seed", type=int, default=0)
+    c.set_defaults(func=cmd_corpus_build)
+    r = csub.add_parser("report", help="a bench run's figures on the corpus, per language and per snippet style")
+    r.add_argument("records", help="the bench's --json OUT")
+    r.add_argument("--corpus", default="corpus", help="the corpus build (default: ./corpus)")
+    r.add_argument("--method", help="only this bench method")
+    r.set_defaults(func=cmd_corpus_report)
 
     p = sub.add_parser("model", help="manage models")
     msub = p.add_subparsers(dest="model_command", required=True)

@@ -1,0 +1,118 @@
+"""Edits cut from the diff of a file between two releases.
+
+A file's diff (difflib over lines) is a list of hunks; hunks with at most `_JOIN` unchanged lines between
+them are one hunk. An edit is one hunk, or up to three hunks that follow each other within `_NEARBY`
+lines (an import added with its first use, a field with its getter), applied to the older file alone:
+`before` is the older release's file, `after` is it with only those hunks made. So each edit is a real
+change of real code, and every line of `after` is either the older file's or the newer one's.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+_JOIN = 2  # unchanged lines inside one hunk
+_NEARBY = 30  # unchanged lines between the hunks of one edit
+_MAX_HUNKS = 3
+_MAX_CHANGED = 60  # lines removed plus lines added, over the edit
+MIN_LINES, MAX_LINES = 40, 3000
+_MAX_LINE_CHARS = 400  # longer lines: minified or generated code
+_MAX_CHANGED_SHARE = 0.4  # a file diff that changes more than this share of lines is a rewrite
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """Old lines [old_start, old_end) become new lines `added`; `after_start` is where they stand in
+    the edit's `after` (0-based)."""
+
+    old_start: int
+    old_end: int
+    added: tuple[str, ...]
+    after_start: int = 0
+
+    @property
+    def removed(self) -> int:
+        return self.old_end - self.old_start
+
+    @property
+    def after_end(self) -> int:
+        return self.after_start + len(self.added)
+
+
+@dataclass(frozen=True)
+class Edit:
+    before: str
+    after: str
+    hunks: tuple[Hunk, ...]  # in file order, with after_start set
+
+
+def lines_of(text: str) -> list[str]:
+    """Lines with their endings (only '\\n' splits, as the merge reads them)."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+
+
+def usable(text: str) -> bool:
+    """A file fit for an edit: a size an edit is written for, hand-written lines, one newline style."""
+    lines = lines_of(text)
+    return (MIN_LINES <= len(lines) <= MAX_LINES and text.endswith("\n")
+            and all(len(line) <= _MAX_LINE_CHARS for line in lines) and "\x00" not in text)
+
+
+def _hunks(old: list[str], new: list[str]) -> list[Hunk]:
+    ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
+    hunks: list[list] = []
+    for _, i1, i2, j1, j2 in ops:
+        if hunks and i1 - hunks[-1][1] <= _JOIN:
+            last = hunks[-1]
+            last[1], last[3] = i2, j2
+        else:
+            hunks.append([i1, i2, j1, j2])
+    return [Hunk(i1, i2, tuple(new[j1:j2])) for i1, i2, j1, j2 in hunks]
+
+
+def _substantive(old: list[str], hunk: Hunk) -> bool:
+    """A hunk that changes code, not only whitespace or blank lines."""
+    removed = [line.split() for line in old[hunk.old_start:hunk.old_end] if line.strip()]
+    added = [line.split() for line in hunk.added if line.strip()]
+    return removed != added
+
+
+def _apply(old: list[str], hunks: list[Hunk]) -> Edit:
+    out: list[str] = []
+    placed: list[Hunk] = []
+    at = 0
+    for hunk in hunks:
+        out += old[at:hunk.old_start]
+        placed.append(Hunk(hunk.old_start, hunk.old_end, hunk.added, len(out)))
+        out += hunk.added
+        at = hunk.old_end
+    out += old[at:]
+    return Edit("".join(old), "".join(out), tuple(placed))
+
+
+def file_edits(before: str, after: str) -> list[Edit]:
+    """The edits of one file's diff between two releases: each run of up to `_MAX_HUNKS` hunks within
+    `_NEARBY` lines of each other, taken apart where the run is longer (non-overlapping, in order)."""
+    if before == after or not usable(before) or not usable(after):
+        return []
+    old, new = lines_of(before), lines_of(after)
+    hunks = _hunks(old, new)
+    changed = sum(h.removed + len(h.added) for h in hunks)
+    if changed > _MAX_CHANGED_SHARE * (len(old) + len(new)):
+        return []
+    edits: list[Edit] = []
+    run: list[Hunk] = []
+    for hunk in hunks + [None]:
+        if hunk is not None and run and hunk.old_start - run[-1].old_end <= _NEARBY and len(run) < _MAX_HUNKS:
+            run.append(hunk)
+            continue
+        if run:
+            kept = [h for h in run if _substantive(old, h)]
+            if kept and sum(h.removed + len(h.added) for h in kept) <= _MAX_CHANGED:
+                edit = _apply(old, kept)
+                if edit.after != edit.before and usable(edit.after):
+                    edits.append(edit)
+        run = [hunk] if hunk is not None else []
+    return edits

@@ -1,0 +1,320 @@
+"""The snippet writer: from an edit (before, after, hunks) to the lazy snippet an agent would write.
+
+The snippet always means `after`: what it shows is `after`'s lines, a marker stands for lines of the file
+kept as they are, and a deletion is shown by the lines around it standing next to each other (or said by
+a note, or by the instruction alone). Styles, each seeded per case:
+
+- `minimal`: each hunk with a few lines of context (more where they are all common lines such as `}`),
+  `... existing code ...` markers between;
+- `worded`: the same with markers in words (`// ... rest of the class ...`), `/* ... */` in C-like code;
+- `bare`: markers written as a bare `...`;
+- `no-leading-marker`: no marker before the first line (and sometimes none after the last): the snippet
+  is a piece of the file;
+- `whole-definition`: the innermost definition holding every hunk, shown whole;
+- `inner-markers`: that definition's header, a marker inside its body, the hunks, a marker, its end;
+- `reindented`: a minimal or whole snippet shifted left (flush-left, or one level less), as agents write
+  a method without its class;
+- `changed-note`: a `// changed: ...` comment line above the changed lines (a note, not code);
+- `deletion-note`: a deletion written as a `// removed ...` comment where the lines were;
+- `instruction-only`: a deleted definition said only by the instruction ("Remove the `x` function."),
+  with an empty snippet.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from ..definitions import definitions, lines_inside_strings
+from .edits import Edit, Hunk, lines_of
+
+STYLES = ("minimal", "worded", "bare", "no-leading-marker", "whole-definition", "inner-markers", "reindented",
+          "changed-note", "deletion-note", "instruction-only")
+# How often each style is drawn; one that does not fit the edit is drawn again among the rest.
+WEIGHTS = {"minimal": 20, "worded": 10, "bare": 7, "no-leading-marker": 9, "whole-definition": 15,
+           "inner-markers": 12, "reindented": 9, "changed-note": 5, "deletion-note": 8, "instruction-only": 5}
+_HASH_COMMENTS = {"python", "ruby", "bash"}
+_MAX_DEFINITION_LINES = 150
+_WORDED = ("... rest of the code ...", "... rest of the file unchanged ...", "... existing code unchanged ...",
+           "... unchanged ...", "... keep existing code ...", "... other code ...", "... previous code ...",
+           "existing code")
+_CHANGED = ("changed: updated", "changed: new logic here", "changed", "changed: see below", "changed: edited lines")
+_GENERIC_REMOVALS = ("removed the old code here", "removed these lines", "deleted the unused lines",
+                     "dropped the old handling")
+_KIND_WORDS = (("class", "class"), ("struct", "struct"), ("method", "method"), ("impl", "impl block"),
+               ("interface", "interface"), ("enum", "enum"), ("trait", "trait"), ("module", "module"),
+               ("type", "type"))
+
+
+@dataclass(frozen=True)
+class Snippet:
+    update: str
+    instruction: str
+    style: str
+
+
+def comment_start(language: str) -> str:
+    return "#" if language in _HASH_COMMENTS else "--" if language == "lua" else "//"
+
+
+def _indent(line: str) -> str:
+    return line[:len(line) - len(line.lstrip(" \t"))]
+
+
+def _names(name: str, text: str) -> bool:
+    """Whether text has `name` as a whole name."""
+    return re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text) is not None
+
+
+def _newline(lines: list[str]) -> str:
+    return "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+
+
+class _Writer:
+    def __init__(self, edit: Edit, language: str, rng: random.Random):
+        self.edit, self.language, self.rng = edit, language, rng
+        self.before, self.after = lines_of(edit.before), lines_of(edit.after)
+        self.nl = _newline(self.after)
+        self.counts = Counter(line.strip() for line in self.before)
+        self.comment = comment_start(language)
+        self._inside: set[int] | None = None
+
+    # --- what the snippet shows -------------------------------------------------------------------
+    def _distinctive(self, line: str) -> bool:
+        key = line.strip()
+        return len(key) >= 6 and sum(c.isalnum() for c in key) >= 4 and self.counts[key] == 1
+
+    def _context(self, start: int, step: int, limit: int) -> int:
+        """How many lines of context to show from `start` going by `step`: 1 to 3, more (up to 8) until
+        one of them is found once in the file."""
+        n, wanted = 0, self.rng.choice((1, 2, 2, 3))
+        while 0 <= start + step * n < limit and n < 8:
+            n += 1
+            shown = range(start, start + step * n, step)
+            if n >= wanted and any(self._distinctive(self.after[i]) for i in shown):
+                break
+        return n
+
+    def windows(self) -> list[tuple[int, int]]:
+        """Ranges of `after` the snippet shows: each hunk with context, touching ranges joined."""
+        spans = []
+        for hunk in self.edit.hunks:
+            before = self._context(hunk.after_start - 1, -1, len(self.after))
+            after = self._context(hunk.after_end, 1, len(self.after))
+            spans.append(self._outside_strings(hunk.after_start - before, hunk.after_end + after))
+        joined: list[list[int]] = []
+        for s, e in spans:
+            if joined and s <= joined[-1][1]:
+                joined[-1][1] = max(joined[-1][1], e)
+            else:
+                joined.append([s, e])
+        return [(s, e) for s, e in joined]
+
+    def _outside_strings(self, s: int, e: int) -> tuple[int, int]:
+        """The range widened so that no marker cuts a multi-line string or comment in two."""
+        if self._inside is None:
+            self._inside = lines_inside_strings(self.edit.after, self.language, comments=True)
+        while s > 0 and (s in self._inside or s - 1 in self._inside):
+            s -= 1
+        while e < len(self.after) and (e in self._inside or e - 1 in self._inside):
+            e += 1
+        return s, e
+
+    # --- markers ----------------------------------------------------------------------------------
+    def marker(self, omitted: range, side: str, words: str | None = None, shown: str = "") -> str:
+        """A marker line for the omitted lines of `after`: indented as the code it stands for where that
+        meets the shown line beside it (`side`: the marker comes "before" shown code, "after" it, or
+        "between" two pieces), the shallower of the two; a marker deeper than the code it stands for
+        would say that the block beside it goes on."""
+        code = [self.after[i] for i in omitted if self.after[i].strip()]
+        if side == "between":
+            side = self.rng.choice(("before", "after"))
+        nearest = _indent(code[-1] if side == "before" else code[0]) if code else ""
+        indent = min(nearest, _indent(shown), key=len) if shown.strip() else nearest
+        if words == "..." and self.language == "python" and side == "after" and shown.rstrip().endswith(":"):
+            words = None  # a bare `...` under a Python header is a stub body, not a marker
+        return indent + self.marker_body(words) + self.nl
+
+    def marker_body(self, words: str | None) -> str:
+        if words == "...":
+            return "..."
+        text = words or "... existing code ..."
+        if text.startswith("/*"):
+            return text
+        return f"{self.comment} {text}"
+
+    def assemble(self, windows: list[tuple[int, int]], words=None, lead=True, tail=True) -> list[str]:
+        out: list[str] = []
+        at = 0
+        for n, (s, e) in enumerate(windows):
+            if s > at and (lead or n > 0):
+                side = "between" if n > 0 else "before"
+                beside = self.after[s] if side == "before" or self.rng.random() < 0.5 else out[-1]
+                out.append(self.marker(range(at, s), side, words() if words else None, beside))
+            out += self.after[s:e]
+            at = e
+        if at < len(self.after) and tail:
+            out.append(self.marker(range(at, len(self.after)), "after", words() if words else None, out[-1]))
+        return out
+
+    # --- styles -------------------------------------------------------------------------------------
+    def minimal(self) -> list[str]:
+        return self.assemble(self.windows())
+
+    def worded(self) -> list[str]:
+        block = self.comment == "//" and self.rng.random() < 0.3
+        return self.assemble(self.windows(), lambda: "/* ... */" if block else self.rng.choice(_WORDED))
+
+    def bare(self) -> list[str]:
+        return self.assemble(self.windows(), lambda: "...")
+
+    def no_leading_marker(self) -> list[str] | None:
+        windows = self.windows()
+        if windows[0][0] == 0:
+            return None
+        return self.assemble(windows, lead=False, tail=self.rng.random() < 0.5)
+
+    def _holder(self):
+        """The innermost definition of `after` that holds every hunk, of a size shown whole."""
+        hunks = self.edit.hunks
+        lo, hi = hunks[0].after_start, max(hunks[-1].after_end - 1, hunks[-1].after_start)
+        holders = [d for d in definitions(self.edit.after, self.language)
+                   if d.start_line <= lo and hi <= d.end_line and d.complete
+                   and d.end_line - d.start_line < _MAX_DEFINITION_LINES]
+        return min(holders, key=lambda d: d.end_line - d.start_line, default=None)
+
+    def whole_definition(self) -> list[str] | None:
+        d = self._holder()
+        return None if d is None else self.assemble([(d.start_line, d.end_line + 1)])
+
+    def inner_markers(self) -> list[str] | None:
+        d = self._holder()
+        if d is None:
+            return None
+        header_end = d.name_line + 1  # decorators and the header's first line
+        if not re.search(r"[{:]\s*$|\b(?:do|then)\s*$", self.after[d.name_line].rstrip()):
+            return None  # a header spread over lines: shown whole or not at all
+        closing = d.end_line if re.fullmatch(r"[)\]}]*;?|end", self.after[d.end_line].strip()) else d.end_line + 1
+        inside = [(max(s, header_end), min(e, closing)) for s, e in self.windows()]
+        inside = [(s, e) for s, e in inside if s < e]
+        if not inside or (inside[0][0] == header_end and inside[-1][1] == closing):
+            return None  # nothing of the body left for a marker
+        windows = [(d.start_line, header_end)] + inside + [(closing, d.end_line + 1)]
+        joined: list[tuple[int, int]] = []
+        for s, e in windows:
+            if joined and s <= joined[-1][1]:
+                joined[-1] = (joined[-1][0], max(joined[-1][1], e))
+            elif s < e:
+                joined.append((s, e))
+        return self.assemble(joined)
+
+    def reindented(self) -> list[str] | None:
+        lines = (self.whole_definition() if self.rng.random() < 0.5 else None) or self.minimal()
+        code = [line for line in lines if line.strip() and not self._is_marker(line)]
+        depth = min(len(_indent(line)) for line in code)
+        if depth == 0:
+            return None
+        unit = 1 if "\t" in _indent(code[0]) else min(4, depth)
+        cut = depth if self.rng.random() < 0.6 else unit
+        return [line[min(cut, len(_indent(line))):] if line.strip() else line for line in lines]
+
+    def _is_marker(self, line: str) -> bool:
+        return line.strip() in (self.marker_body(None), self.marker_body("..."))
+
+    def _note_at(self, hunk: Hunk) -> tuple[int, str]:
+        """Where a note about a hunk goes (its first line in `after`) and the indentation there."""
+        line = self.after[hunk.after_start] if hunk.added else self.before[hunk.old_start]
+        return hunk.after_start, _indent(line)
+
+    def changed_note(self) -> list[str] | None:
+        hunk = next((h for h in self.edit.hunks if h.added), None)
+        if hunk is None:
+            return None
+        return self._with_note(hunk, self.rng.choice(_CHANGED))
+
+    def deletion_note(self) -> list[str] | None:
+        deletions = [h for h in self.edit.hunks if not h.added]
+        at_ends = [h for h in deletions if h.after_start in (0, len(self.after))]
+        hunk = next(iter(at_ends + deletions), None)
+        if hunk is None:
+            return None
+        return self._with_note(hunk, self._removal(hunk))
+
+    def _removal(self, hunk: Hunk) -> str:
+        """What a deletion note says: the definition or name that went, when the file no longer has it."""
+        gone = self._deleted_definition(hunk)
+        if gone is not None and not _names(gone[1], self.edit.after):
+            return f"removed {gone[1]}" + ("()" if gone[0] == "function" else "")
+        after_code = self.edit.after
+        for line in self.before[hunk.old_start:hunk.old_end]:
+            for name in re.findall(r"[A-Za-z_][A-Za-z0-9_.]{2,}", line):
+                if not _names(name, after_code):
+                    return f"removed {name}"
+        return self.rng.choice(_GENERIC_REMOVALS)
+
+    def _with_note(self, hunk: Hunk, text: str) -> list[str]:
+        at, indent = self._note_at(hunk)
+        note = f"{indent}{self.comment} {text}{self.nl}"
+        windows = self.windows()
+        lines = self.assemble(windows)
+        # The note goes right above the hunk's first line in the snippet: find it by position.
+        shown = self._positions(windows)
+        index = shown.index(at) if at in shown else shown.index(at - 1) + 1
+        return lines[:index] + [note] + lines[index:]
+
+    def _positions(self, windows: list[tuple[int, int]]) -> list[int]:
+        """For each line `assemble(windows)` writes, the `after` line it shows (-1 for a marker)."""
+        out: list[int] = []
+        at = 0
+        for s, e in windows:
+            if s > at:
+                out.append(-1)
+            out += range(s, e)
+            at = e
+        if at < len(self.after):
+            out.append(-1)
+        return out
+
+    def _deleted_definition(self, hunk: Hunk):
+        """(kind word, name) of a definition of `before` that the hunk deletes whole."""
+        if hunk.added:
+            return None
+        for d in definitions(self.edit.before, self.language):
+            if hunk.old_start <= d.start_line and d.end_line < hunk.old_end:
+                rest = self.before[hunk.old_start:d.start_line] + self.before[d.end_line + 1:hunk.old_end]
+                if all(not line.strip() or line.strip().startswith(("#", "//", "/*", "*", "--")) for line in rest):
+                    kind = next((word for key, word in _KIND_WORDS if key in d.kind), "function")
+                    return kind, d.name
+        return None
+
+    def instruction_only(self) -> tuple[list[str], str] | None:
+        if len(self.edit.hunks) != 1:
+            return None
+        gone = self._deleted_definition(self.edit.hunks[0])
+        if gone is None or _names(gone[1], self.edit.after):
+            return None
+        return [], f"Remove the `{gone[1]}` {gone[0]}."
+
+
+def write_snippet(edit: Edit, language: str, rng: random.Random, style: str | None = None) -> Snippet:
+    """The snippet for the edit in `style`, or in one drawn by `rng` among those that fit the edit.
+
+    A deletion of the file's first or last lines cannot be shown by the lines around it (there is a
+    line on one side only, and a snippet that starts at the file's new first line reads as a piece of
+    the file): it is written with a note (`deletion-note`) whatever the style."""
+    writer = _Writer(edit, language, rng)
+    last = len(writer.after)
+    if any(not h.added and h.after_start in (0, last) for h in edit.hunks):
+        style = "deletion-note"
+    left = {} if style else dict(WEIGHTS)  # a style asked for falls back to `minimal` at once
+    while True:
+        style = style or rng.choices(list(left), weights=list(left.values()))[0]
+        made = getattr(writer, style.replace("-", "_"))()
+        if made is not None:
+            break
+        left.pop(style, None)
+        style = None if left else "minimal"
+    update, instruction = made if style == "instruction-only" else (made, "")
+    return Snippet("".join(update), instruction, style)

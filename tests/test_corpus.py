@@ -1,0 +1,186 @@
+"""The corpus generator: edits cut from release diffs, the snippet writer's styles, the build and its split."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import random
+import tarfile
+
+import pytest
+
+from apply_edit.corpus.build import build, half_of
+from apply_edit.corpus.edits import file_edits, usable
+from apply_edit.corpus.releases import Project, Release, source_files
+from apply_edit.corpus.snippets import STYLES, write_snippet
+from apply_edit.merge import is_marker
+
+
+def _python_file(n_funcs: int = 12, tweak: dict[int, str] | None = None, drop: set[int] = frozenset()) -> str:
+    tweak = tweak or {}
+    parts = ['"""A module."""\n\nimport os\n']
+    for i in range(n_funcs):
+        if i in drop:
+            continue
+        body = tweak.get(i, f"    value = os.getenv('KEY_{i}')\n    return value or {i}\n")
+        parts.append(f"\n\ndef helper_{i}(arg):\n    \"\"\"Helper number {i}.\"\"\"\n{body}")
+    return "".join(parts)
+
+
+BEFORE = _python_file()
+
+
+def _edits(after: str):
+    return file_edits(BEFORE, after)
+
+
+def _shown_in_order(snippet: str, after: str) -> bool:
+    """Every line of the snippet that is not a marker or a note is a line of `after`, in order."""
+    lines = after.split("\n")
+    at = 0
+    for line in snippet.split("\n"):
+        if not line.strip() or is_marker(line) or line.strip() == "..." or line.strip().startswith("# changed") \
+                or line.strip().startswith("# removed"):
+            continue
+        while at < len(lines) and lines[at].strip() != line.strip():
+            at += 1
+        if at == len(lines):
+            return False
+        at += 1
+    return True
+
+
+def test_nearby_hunks_are_one_edit_and_far_ones_apart():
+    after = _python_file(tweak={1: "    return 1\n", 2: "    return 2\n", 11: "    return 11\n"})
+    edits = _edits(after)
+    assert len(edits) == 2  # helpers 1 and 2 together, helper 11 alone
+    first, last = edits
+    assert len(first.hunks) == 2 and len(last.hunks) == 1
+    assert "return 1\n" in first.after and "return 2\n" in first.after and "return 11\n" not in first.after
+    assert "return 11\n" in last.after and "return 1\n" not in last.after
+    for edit in edits:  # each edit is the older file with only its own hunks made
+        for hunk in edit.hunks:
+            assert "".join(edit.after.splitlines(True)[hunk.after_start:hunk.after_end]) == "".join(hunk.added)
+
+
+def test_files_outside_the_sizes_an_edit_is_written_for():
+    assert usable(BEFORE)
+    assert not usable("x = 1\n" * 10)  # too short
+    assert not usable(BEFORE + "x = [" + "1, " * 200 + "]\n")  # a minified line
+    assert not usable(BEFORE.rstrip("\n"))  # no final newline
+    assert file_edits(BEFORE, BEFORE.replace("    return", "        return")) == []  # a rewrite of every body
+
+
+def test_whitespace_only_hunks_are_no_edit():
+    after = BEFORE.replace("    return value or 3\n", "    return value or 3  \n")
+    assert _edits(after) == []
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("in_class", [False, True])
+def test_every_style_shows_only_lines_of_the_edited_file(style, in_class):
+    if style == "reindented" and not in_class:
+        pytest.skip("top-level code has nothing to shift left")
+    wrap = _in_class if in_class else (lambda text: text)
+    after = _python_file(tweak={1: "    value = os.environ.get('KEY_1', '')\n    return value.strip() or 1\n"},
+                         drop={10})
+    made = set()
+    for edit in file_edits(wrap(BEFORE), wrap(after)):
+        for seed in range(6):
+            snippet = write_snippet(edit, "python", random.Random(seed), style)
+            made.add(snippet.style)
+            assert _shown_in_order(snippet.update, edit.after), snippet.update
+            assert snippet == write_snippet(edit, "python", random.Random(seed), style)  # seeded
+    assert style in made
+
+
+def test_deletions_by_note_and_by_instruction():
+    after = _python_file(drop={8})
+    (edit,) = _edits(after)
+    note = write_snippet(edit, "python", random.Random(0), "deletion-note")
+    assert "# removed helper_8()" in note.update.split("\n")
+    only = write_snippet(edit, "python", random.Random(0), "instruction-only")
+    assert only.update == "" and only.instruction == "Remove the `helper_8` function."
+
+
+def _in_class(text: str) -> str:
+    head, body = text.split("import os\n", 1)
+    return head + "import os\n\n\nclass Box:\n" + "".join("    " + line if line.strip() else line
+                                                         for line in body.splitlines(True))
+
+
+def test_reindented_snippets_are_shifted_left():
+    before = _in_class(BEFORE)
+    after = before.replace("        return value or 5\n", "        return (value or 5) + 1\n")
+    (edit,) = file_edits(before, after)
+    for seed in range(10):
+        snippet = write_snippet(edit, "python", random.Random(seed), "reindented")
+        if snippet.style == "reindented":
+            lines = snippet.update.split("\n")
+            assert "return (value or 5) + 1" in [line.strip() for line in lines]
+            assert not any(line.startswith("        return") for line in lines)
+            return
+    pytest.fail("no reindented snippet in 10 seeds")
+
+
+def test_markers_are_indented_as_the_code_they_stand_for():
+    after = BEFORE.replace("    return value or 5\n", "    return (value or 5) + 1\n")
+    (edit,) = _edits(after)
+    snippet = write_snippet(edit, "python", random.Random(1), "whole-definition")
+    lines = snippet.update.split("\n")
+    assert lines[0] == "# ... existing code ..." and lines[-2] == "# ... existing code ..."
+
+
+def _tarball(top: str, files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for path, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{path}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_source_files_skip_vendored_and_minified_code():
+    data = _tarball("pkg-1.0", {"src/a.py": "x = 1\n", "vendor/b.py": "y = 2\n", "web/app.min.js": "z\n",
+                                "README.md": "hi\n", "lib/c.ts": "let c = 1;\n"})
+    assert set(source_files(data)) == {"src/a.py", "lib/c.ts"}
+
+
+def test_build_splits_by_project_and_is_reproducible(tmp_path):
+    cache = tmp_path / "downloads"
+    cache.mkdir()
+    projects = []
+    for name in ("alpha", "beta", "gamma", "delta"):
+        releases = []
+        for version, text in (("1.0", BEFORE), ("1.1", _python_file(tweak={3: "    return 3\n"}, drop={9}))):
+            data = _tarball(f"{name}-{version}", {"src/mod.py": text})
+            digest = hashlib.sha256(data).hexdigest()
+            (cache / digest).write_bytes(data)
+            releases.append(Release(version, f"https://example.invalid/{name}-{version}.tar.gz", digest))
+        projects.append(Project(name, "pypi", "MIT", tuple(releases)))
+    out = tmp_path / "corpus"
+    records = build(projects, out, cache, log=lambda m: None)
+    assert len(records) == 8  # two edits per project
+    for r in records:
+        assert r["half"] == half_of(r["project"])
+        folder = out / r["half"] / r["case"]
+        assert (folder / "original.py").read_text() == BEFORE
+        assert json.loads((folder / "source.json").read_text())["license"] == "MIT"
+    halves = {r["project"]: r["half"] for r in records}
+    assert len({(p, h) for p, h in halves.items()}) == 4  # each project in one half only
+    first = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    build(projects, out, cache, log=lambda m: None)
+    assert first == {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
+def test_a_release_whose_bytes_changed_is_refused(tmp_path):
+    data = _tarball("x-1.0", {"a.py": BEFORE})
+    (tmp_path / ("0" * 64)).write_bytes(data)
+    project = Project("x", "pypi", "MIT", (Release("1.0", "https://example.invalid/x", "0" * 64),
+                                          Release("1.1", "https://example.invalid/y", "0" * 64)))
+    lines = []
+    records = build([project], tmp_path / "out", tmp_path, log=lines.append)
+    assert records == [] and "sha256" in lines[0]
