@@ -37,6 +37,10 @@ _CODE_NAME = re.compile(r"[._:]|[a-z][A-Z]|^[^\w]+$")
 # `# old_helper deleted`.
 _NOTE = re.compile(r"^(?:removed|deleted|dropped)\b|\b(?:removed|deleted|dropped)\W*$", re.IGNORECASE)
 _NAME = re.compile(r"[A-Za-z_][\w.:]*[\w]")
+# A note of what the snippet changes, addressed to whoever applies it: `// changed: ...`, `# updated`,
+# `// NEW: retry on timeout`. A word and then a colon or nothing: a comment that goes on as a sentence
+# (`// Updated when the user logs in`) describes code.
+_CHANGE_NOTE = re.compile(r"^(?:changed|updated|modified|edited|fixed|new|added)\b\s*(?::|$)", re.IGNORECASE)
 
 
 def _comment_body(line: str, language: str) -> str | None:
@@ -56,25 +60,29 @@ def without_comment_lines(text: str, language: str) -> str:
 
 
 def deletion_notes(original: str, update: str, language: str) -> dict[int, set[str]]:
-    """Per snippet line that is a deletion note (`// removed deprecated foo() and bar()`): the code names
-    it says are gone. Such a line tells the applier what the snippet leaves out; it is not a line of the
-    file. A note names code the original has and the snippet does not, outside comments (strings count:
-    `AsyncFunction("getPermissionsAsync")` defines that name); a comment about code that is not there, or
-    still is, is an ordinary comment."""
+    """Per snippet line that is a note to the applier, not a line of the file: the code names it says
+    are gone. A deletion note (`// removed deprecated foo() and bar()`) names code the original has and
+    the snippet does not, outside comments (strings count: `AsyncFunction("getPermissionsAsync")`
+    defines that name); one that names nothing of the kind (`# removed the old fallback`) and a change
+    note (`// changed: ...`) are notes by their form where the original does not have that comment
+    (an original's `// removed in v2` shown as context stays). A comment about code that is not there,
+    or still is, is an ordinary comment."""
     notes: dict[int, set[str]] = {}
     lines = update.split("\n")
     original_code = snippet_code = None
+    original_lines: set[str] | None = None
     for n, line in enumerate(lines):
         body = _comment_body(line, language)
-        if not body or not _NOTE.search(body):
+        if not body or not (_NOTE.search(body) or _CHANGE_NOTE.match(body)):
             continue
         if original_code is None:
             original_code, snippet_code = (without_comment_lines(text, language) for text in (original, update))
             defined = _defined_names(original, language)
+            original_lines = {o.strip() for o in original.split("\n")}
         names = {m[0] for m in _NAME.finditer(body)
                  if (_CODE_NAME.search(m[0]) or body[m.end():m.end() + 2] == "()" or m[0] in defined)
-                 and uses(original_code, m[0]) and not uses(snippet_code, m[0])}
-        if names:
+                 and uses(original_code, m[0]) and not uses(snippet_code, m[0])} if _NOTE.search(body) else set()
+        if names or line.strip() not in original_lines:
             notes[n] = names
     return notes
 

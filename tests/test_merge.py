@@ -676,3 +676,15 @@ def test_a_declaration_edits_the_declaration_of_its_name_not_a_similar_neighbour
            "        return true;\n    }\n}\n")
     update = "<?php\n// ... existing code ...\n    public $Version = '5.4.1';\n// ... existing code ...\n"
     assert merge(php, update, "php").text == php.replace("5.4.0", "5.4.1")
+
+
+def test_a_change_note_is_not_code_and_a_note_before_the_first_line_deletes_the_files_first_lines():
+    py = "import inspect\nfrom functools import partial\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 2\n"
+    head = merge(py, "# removed the unused import\nfrom functools import partial\n# ... existing code ...\n", "python")
+    assert head.text == py.replace("import inspect\n", "")
+    assert not head.report.confident  # a note by its form alone: a reading the merge chose
+    changed = merge(py, "# ... existing code ...\ndef g():\n    # changed: returns three\n    return 3\n", "python")
+    assert changed.text == py.replace("return 2", "return 3")
+    # A comment that goes on as a sentence is code the edit adds.
+    comment = merge(py, "# ... existing code ...\ndef g():\n    # Updated when the user logs in\n    return 3\n", "python")
+    assert "    # Updated when the user logs in\n" in comment.text

@@ -81,4 +81,8 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
                            lambda o: _closing_twins(o, snippet, orig, counts, snippet_ends, original_ends)], align)
 
     text, origin, replaced = _render(ops, snippet, orig, original, language)
-    return MergeCandidate(text, origin, len(orig), _report(ops, snippet, orig, counts, pairs, replaced))
+    report = _report(ops, snippet, orig, counts, pairs, replaced)
+    # A note told by its form alone (`# removed the old fallback`) might be a comment the edit adds.
+    report.readings += [f"snippet line {n + 1} (`{update_lines[n].strip()}`) read as a note, not code"
+                        for n, named in sorted(notes.items()) if not named]
+    return MergeCandidate(text, origin, len(orig), report)

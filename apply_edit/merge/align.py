@@ -242,7 +242,7 @@ def _move_costs(table: _Table, i: int) -> np.ndarray:
     """Per original line: the cost of passing it along row i (keeping it, or deleting it between two
     snippet lines)."""
     snippet, columns = table.snippet, table.columns
-    if snippet.reach[i] is None and 0 < i < table.m:
+    if _deletes_along(snippet, i):
         return columns.delete_between
     if (reach := _scope(table, i)) is None:  # a piece of the file, or all that comes before / after it
         return np.zeros(table.n)  # (a line the instruction removes is deleted there, see _back_trace)
@@ -259,6 +259,13 @@ def _move_costs(table: _Table, i: int) -> np.ndarray:
         costs = np.where(columns.closes & (columns.width == sibling) & (columns.prev_width >= reach),
                          columns.keep_removed, costs)
     return costs
+
+
+def _deletes_along(snippet: _Snippet, i: int) -> bool:
+    """Whether the original lines passed along row i are deleted: between two snippet lines with no
+    marker between them, and before the first (after the last) where a deletion note stands there."""
+    m = len(snippet.lines)
+    return snippet.reach[i] is None and (0 < i < m or i == 0 and snippet.noted_head or i == m and snippet.noted_tail)
 
 
 def _move_along_row(table: _Table, i: int, cand: np.ndarray) -> None:
@@ -384,7 +391,7 @@ def _back_trace(table: _Table) -> list[tuple]:
         s = int(table.src[i, j])
         reach = _scope(table, i)
         for k in range(j - 1, s - 1, -1):
-            if snippet.reach[i] is None and 0 < i < m or reach is None and columns.removed[k]:
+            if _deletes_along(snippet, i) or reach is None and columns.removed[k]:
                 ops.append(("del", k))
             else:
                 outside = reach is not None and not columns.blank[k] and columns.width[k] < reach

@@ -32,6 +32,9 @@ class MergeReport:
     hunks: list[HunkPlacement] = field(default_factory=list)
     deleted: list[int] = field(default_factory=list)  # original lines the merge removed
     crossed: list[int] = field(default_factory=list)  # lines a marker kept outside its scope (less indented)
+    # Choices the snippet leaves open that the merge made one way (a comment read as a note, not code):
+    # each a sentence naming the snippet line.
+    readings: list[str] = field(default_factory=list)
 
     @property
     def ambiguous(self) -> list[HunkPlacement]:
@@ -41,9 +44,10 @@ class MergeReport:
 
     @property
     def confident(self) -> bool:
-        """Every hunk placed by structure, nothing kept outside a marker's scope, and something to merge
-        (a snippet with no code lines leaves the edit to the instruction, which only the model reads)."""
-        return bool(self.hunks) and not self.ambiguous and not self.crossed
+        """Every hunk placed by structure, nothing kept outside a marker's scope, no reading chosen among
+        others, and something to merge (a snippet with no code lines leaves the edit to the instruction,
+        which only the model reads)."""
+        return bool(self.hunks) and not self.ambiguous and not self.crossed and not self.readings
 
 
 @dataclass

@@ -107,6 +107,10 @@ class _Snippet:
     reach: list[int | None]  # per gap (before line i; len(lines) + 1 gaps): the marker's indentation, or None
     number: list[int]  # per line: its line number in the snippet
     markers: set[int]  # line numbers of the marker lines
+    # A deletion note before the first code line (after the last), with no marker beyond it: the file's
+    # first (last) lines go, where without the note the snippet would read as a piece of the file.
+    noted_head: bool = False
+    noted_tail: bool = False
 
 
 def _parse_snippet(update_lines: list[str], original_keys: set[str], language: str,
@@ -139,7 +143,9 @@ def _parse_snippet(update_lines: list[str], original_keys: set[str], language: s
         reach.append(None)
         if key:
             previous = line
-    return _Snippet(lines, hunk_of, reach, number, markers)
+    noted_head = reach[0] is None and any(n < first for n in notes)
+    noted_tail = reach[-1] is None and any(n > last for n in notes)
+    return _Snippet(lines, hunk_of, reach, number, markers, noted_head, noted_tail)
 
 
 def _whole_body(lines: list[str], n: int, last: int) -> bool:
