@@ -688,3 +688,21 @@ def test_a_change_note_is_not_code_and_a_note_before_the_first_line_deletes_the_
     # A comment that goes on as a sentence is code the edit adds.
     comment = merge(py, "# ... existing code ...\ndef g():\n    # Updated when the user logs in\n    return 3\n", "python")
     assert "    # Updated when the user logs in\n" in comment.text
+
+
+def test_a_marker_that_leaves_a_block_keeps_the_blocks_end_and_its_siblings():
+    js = ("class Cache {\n\tget(key) {\n\t\tconst hit = this.lookup(key);\n\t\tif (hit !== undefined) {\n"
+          "\t\t\treturn hit;\n\t\t}\n\t\tlet value = this.make(key);\n\t\tfor (const hook of this.hooks) {\n"
+          "\t\t\tvalue = hook.wrap(key, value);\n\t\t}\n\t\tthis.store.set(key, value);\n\t\treturn value;\n\t}\n}\n")
+    update = ("\tget(key) {\n\t\tconst hit = this.store.get(key);\n\t\tif (hit !== undefined) {\n\t\t\treturn hit;\n"
+              "\t\t// ... existing code ...\n\t\t\tvalue = hook.wrap(key, value);\n\t\t}\n\t\tthis.store.set(key, value);\n"
+              "\t\treturn value;\n\t}\n")
+    assert merge(js, update, "javascript").text == js.replace("this.lookup(key)", "this.store.get(key)")
+
+
+def test_a_rewritten_first_line_replaces_the_files_first_line_across_a_blank_line():
+    js = "const { parse } = require('./parse.js');\n\nexport function run(text) {\n  return parse(text);\n}\n" \
+         + "".join(f"\nexport function f{i}() {{\n  return {i};\n}}\n" for i in range(8))
+    update = "import { parse } from './parse.js';\n\nexport function run(text) {\n// ... existing code ...\n"
+    assert merge(js, update, "javascript").text == js.replace("const { parse } = require('./parse.js');",
+                                                              "import { parse } from './parse.js';")

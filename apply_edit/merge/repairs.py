@@ -44,15 +44,21 @@ def _dangling_edits(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> lis
 
 def _head_tail_rewrites(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter) -> list[tuple]:
     """A snippet without a leading (trailing) marker whose unmatched head (tail) is followed (preceded)
-    by a match of a line found once in the original rewrites the original's head (tail) when that is no
-    longer than the snippet's plus one."""
+    by a match of a line found once in the original, blank lines between, rewrites the original's head
+    (tail) when that has no more code lines than the snippet's plus one."""
     def anchors(op: tuple) -> bool:  # only a match or an edit has an original line (op[2])
         return op[0] in ("match", "edit") and not _trivial(key := orig[op[2]].strip()) and counts[key] == 1
+
+    def blank_match(op: tuple) -> bool:
+        return op[0] == "match" and not orig[op[2]].strip()
 
     def rewrite(seq: list[tuple]) -> list[tuple]:
         kept = next((n for n, op in enumerate(seq) if op[0] != "keep"), len(seq))
         end = next((n for n in range(kept, len(seq)) if seq[n][0] != "ins"), len(seq))
-        if 0 < kept <= end - kept + 1 and kept < end < len(seq) and anchors(seq[end]):
+        anchor = next((n for n in range(end, len(seq)) if not blank_match(seq[n])), len(seq))
+        old = sum(1 for op in seq[:kept] if orig[op[1]].strip())  # the lengths in code lines, blanks aside
+        new = sum(1 for op in seq[kept:end] if snippet.lines[op[1]].strip())
+        if 0 < kept and old <= new + 1 and kept < end <= anchor < len(seq) and anchors(seq[anchor]):
             return [("del", op[1]) for op in seq[:kept]] + seq[kept:]
         return seq
 

@@ -191,8 +191,15 @@ def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
         while end in original_ends and orig[end].strip()[:1] in ")]}" and _width(orig[end]) == _width(orig[at]) \
                 and snippet.lines[closer].strip() != orig[end].strip():
             end = original_ends[end]
-        # A marker may hide openers, so brackets alone do not pair lines: the closer sits at its opener's depth.
-        if _width(snippet.lines[closer]) == _width(snippet.lines[opener]) \
+        # A marker may hide openers, so brackets alone do not pair lines: the closer sits at its opener's
+        # depth, and it closes no block a marker opened: lines deeper than a marker as shallow as the opener,
+        # after it, are the body of a line it hides, and the closer shown is that line's.
+        depth = _width(snippet.lines[opener])
+        if any(snippet.reach[g] is not None and snippet.reach[g] <= depth
+               and any(snippet.lines[t].strip() and _width(snippet.lines[t]) > snippet.reach[g] for t in range(g, closer))
+               for g in range(opener + 1, closer + 1)):
+            continue
+        if _width(snippet.lines[closer]) == depth \
                 and snippet.lines[closer].strip() == orig[end].strip() and placed.get(closer) != end:
             found[closer] = end
     return found
