@@ -706,3 +706,27 @@ def test_a_rewritten_first_line_replaces_the_files_first_line_across_a_blank_lin
     update = "import { parse } from './parse.js';\n\nexport function run(text) {\n// ... existing code ...\n"
     assert merge(js, update, "javascript").text == js.replace("const { parse } = require('./parse.js');",
                                                               "import { parse } from './parse.js';")
+
+
+def test_a_snippet_written_flush_left_is_indented_as_the_file_in_every_hunk():
+    js = ("const api = {\n  first: function(a) {\n    check(a);\n    return a + 1;\n  },\n\n  second: function(b) {\n"
+          "    let total = b,\n      i = 0;\n\n    if (!total) {\n      throw new Error('none');\n    }\n"
+          "    return total;\n  },\n};\n")
+    # The edit's own lines, flush-left like the rest; one hunk's matched lines include `}` at another depth.
+    update = ("// ... existing code ...\nsecond: function(b) {\n  let total = b * 2,\n    i = 0;\n\n"
+              "  if (!total) {\n    throw new Error('nothing');\n  }\n// ... existing code ...\n")
+    expected = js.replace("let total = b,", "let total = b * 2,").replace("'none'", "'nothing'")
+    assert merge(js, update, "javascript").text == expected
+
+
+def test_a_retyped_module_level_name_edits_its_declaration():
+    py = 'import os\n\nLIMIT: int = 5\nNAME = "x"\n\n\ndef run():\n    return LIMIT\n'
+    update = "# ... existing code ...\nLIMIT: float = 5.0\n# ... existing code ...\n"
+    assert merge(py, update, "python").text == py.replace("LIMIT: int = 5", "LIMIT: float = 5.0")
+
+
+def test_a_blank_line_the_snippet_shows_between_two_lines_of_code_is_kept():
+    py = "def f(x):\n    a = x + 1\n    if a:\n        return a\n    return 0\n" + "".join(
+        f"\n\ndef g{i}():\n    return {i}\n" for i in range(5))
+    update = "def f(x):\n    a = x + 1\n\n    if a:\n        return a\n# ... existing code ...\n"
+    assert merge(py, update, "python").text == py.replace("    a = x + 1\n", "    a = x + 1\n\n")

@@ -15,6 +15,7 @@ whose docstring states the rules it implements:
 - `repairs`: rewrites of one alignment (head and tail rewrites, dangling edits, rewritten headers);
 - `twins`: alignments again with lines shown as context matched to their twins;
 - `render`: the final ops as the candidate's text;
+- `doubts`: where the snippet allows another reading than the one the ops took;
 - `report`: how each hunk was placed, what was deleted, what was kept outside a marker's scope.
 
 Names with a leading underscore are the package's own: its modules share them, callers do not.
@@ -30,6 +31,7 @@ from ..languages import code_of
 from .align import _align
 from .anchors import _attached_lines, _comment_line
 from .blocks import _block_ends, _bracket_ends, _indented_block_ends
+from .doubts import doubts
 from .pairs import _apart, _keep_between_whole_definitions, _pairs
 from .removals import _removed_lines
 from .render import _render
@@ -82,6 +84,10 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
 
     text, origin, replaced = _render(ops, snippet, orig, original, language)
     report = _report(ops, snippet, orig, counts, pairs, replaced)
+    # Deletions a definition shown whole, or a name the edit removes, accounts for are no doubt.
+    accounted = {j for _, _, start, end, whole in pairs if whole for j in range(start, end + 1)}
+    accounted |= {int(j) for j in np.flatnonzero(removed)}
+    report.readings += doubts(ops, snippet, orig, counts, accounted)
     # A note told by its form alone (`# removed the old fallback`) might be a comment the edit adds.
     report.readings += [f"snippet line {n + 1} (`{update_lines[n].strip()}`) read as a note, not code"
                         for n, named in sorted(notes.items()) if not named]

@@ -62,10 +62,11 @@ _CALL = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
 _NOT_CALLS = frozenset("if while for switch return catch sizeof typeof function elif and or not in".split())
 
 
-# `let x =`, `const x =`, `var x`, Rust's `let mut x`, Go's `x, err :=`, `this.end = `, `self.x = `: the
-# name a line declares or assigns.
+# `let x =`, `const x =`, `var x`, Rust's `let mut x`, Go's `x, err :=`, Python's `LIMIT: int = 5`,
+# `this.end = `, `self.x = `: the name a line declares or assigns.
 _DECLARES = re.compile(r"^(?:export\s+)?(?:(?:let|const|var)\s+(?:mut\s+)?([A-Za-z_$][\w$]*)"
                        r"|([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*:="
+                       r"|(?!(?:case|default)\b)([A-Za-z_]\w*)\s*:\s*[^=:]+?=(?!=)"
                        r"|([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s*=(?!=))")
 
 
@@ -88,7 +89,7 @@ def _identity(key: str) -> tuple[str, ...] | None:
     if defines := _DEFINES.match(key):
         return ("defines", defines[1])
     if declared := _DECLARES.match(key):
-        return ("assigns", declared[3]) if declared[3] else ("declares", declared[1] or declared[2])
+        return ("assigns", declared[4]) if declared[4] else ("declares", declared[1] or declared[2] or declared[3])
     if typed := _TYPED.match(key):
         return ("declares", typed[1])
     calls = tuple(name for name in _CALL.findall(key) if name not in _NOT_CALLS)

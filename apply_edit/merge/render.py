@@ -8,12 +8,15 @@ replaced declarations (which the report counts as deleted):
   a uniformly re-indented copy of original code (a method shown without its class), new lines get the
   original's indentation; where only some lines moved (a block wrapped in a new `if`), the snippet's
   indentation is the edit;
-- a new blank line between two lines adjacent in the original is layout around a marker, not a change;
+- a new blank line beside a marker, between two lines adjacent in the original, is layout around the
+  marker, not a change; one the snippet shows between two lines of code is the edit's;
 - a kept original line that declares a name again right beside the snippet's new declaration of it, in
   the same scope (`is_std: is_std,` under `is_std,`), is the line the new one replaces.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from ..definitions import declared_twice_in
 from .snippet import _Snippet, _indent, _newline
@@ -23,7 +26,8 @@ def _render(ops: list[tuple], snippet: _Snippet, orig: list[str], original: str,
             ) -> tuple[str, list[int | None], list[int]]:
     """The candidate's text, per line the original line it copies (None for a new line), and the
     original lines dropped as replaced declarations."""
-    lines = [(line, origin) for line, origin, _ in _without_blank_insertions(_written_lines(ops, snippet, orig))]
+    layout = [op[0] == "ins" and _beside_marker(snippet, op[1]) for op in ops if op[0] != "del"]
+    lines = [(line, origin) for line, origin, _ in _without_blank_insertions(_written_lines(ops, snippet, orig), layout)]
     lines, replaced = _without_replaced_declarations(lines, original, language)
     return _join(lines, original, _newline(original)), [o for _, o in lines], replaced
 
@@ -54,30 +58,39 @@ def _written_lines(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list
 
 
 def _hunk_shifts(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict[int, tuple[str, str] | None]:
-    """Per hunk with matched code lines: how its new lines are re-indented (`_shift`)."""
+    """Per hunk: how its new lines are re-indented (`_shift`). A hunk whose matched lines sit at no one
+    offset (a common line matched at another depth), or that has none, takes the snippet's own offset
+    where four in five of all its matched code lines agree on it (an agent's method written flush-left
+    moves every hunk alike): the offset is a fact of the snippet, measured once."""
     matched_by_hunk: dict[int, list[tuple[str, str]]] = {}
     for op in ops:
         if op[0] == "match" and snippet.lines[op[1]].strip():
             matched_by_hunk.setdefault(snippet.hunk_of[op[1]], []).append((snippet.lines[op[1]], orig[op[2]]))
-    return {h: _shift(p) for h, p in matched_by_hunk.items()}
+    offsets = Counter(_offset(s, o) for pairs in matched_by_hunk.values() for s, o in pairs)
+    common, count = offsets.most_common(1)[0] if offsets else (None, 0)
+    overall = common if common not in (None, ("", "")) and count >= 2 and count >= 0.8 * sum(offsets.values()) else None
+    shifts = {h: _shift(p) for h, p in matched_by_hunk.items()}
+    own = {h: shifts.get(h) or overall for h in set(snippet.hunk_of)}
+    return {h: None if shift == ("", "") else shift for h, shift in own.items()}
+
+
+def _offset(s_line: str, o_line: str) -> tuple[str, str] | None:
+    """(remove, add) that turns the snippet line's indentation into the original line's, None when
+    neither ends the other (tabs against spaces)."""
+    s_ws, o_ws = _indent(s_line), _indent(o_line)
+    if o_ws.endswith(s_ws):
+        return "", o_ws[:len(o_ws) - len(s_ws)]
+    if s_ws.endswith(o_ws):
+        return s_ws[:len(s_ws) - len(o_ws)], ""
+    return None
 
 
 def _shift(hunk_pairs: list[tuple[str, str]]) -> tuple[str, str] | None:
     """(remove, add): how new lines of a hunk are re-indented when its matched lines all sit at one
-    indentation offset from the original's (the snippet shows the code without its enclosing block)."""
-    shifts = set()
-    for s_line, o_line in hunk_pairs:
-        s_ws, o_ws = _indent(s_line), _indent(o_line)
-        if o_ws.endswith(s_ws):
-            shifts.add(("", o_ws[:len(o_ws) - len(s_ws)]))
-        elif s_ws.endswith(o_ws):
-            shifts.add((s_ws[:len(s_ws) - len(o_ws)], ""))
-        else:
-            return None
-    if len(shifts) != 1:
-        return None
-    shift = shifts.pop()
-    return shift if shift != ("", "") else None
+    indentation offset from the original's (the snippet shows the code without its enclosing block);
+    None where they do not."""
+    shifts = {_offset(s_line, o_line) for s_line, o_line in hunk_pairs}
+    return shifts.pop() if len(shifts) == 1 else None  # ("", ""): the snippet's own indentation
 
 
 def _without_replaced_declarations(lines: list[tuple[str, int | None]], original: str, language: str
@@ -105,10 +118,25 @@ def _without_replaced_declarations(lines: list[tuple[str, int | None]], original
     return [line for k, line in enumerate(lines) if k not in drop], [lines[k][1] for k in sorted(drop)]
 
 
-def _without_blank_insertions(out: list[tuple[str, int | None, int | None]]) -> list[tuple[str, int | None, int | None]]:
+def _beside_marker(snippet: _Snippet, i: int) -> bool:
+    """Whether snippet line i, blank, touches a marker (only blank lines between them)."""
+    for k, step in ((i, -1), (i + 1, 1)):  # gap k is the one right before line k
+        while True:
+            if snippet.reach[k] is not None:
+                return True
+            line = k - 1 if step < 0 else k
+            if not 0 <= line < len(snippet.lines) or snippet.lines[line].strip():
+                break
+            k += step
+    return False
+
+
+def _without_blank_insertions(out: list[tuple[str, int | None, int | None]], layout: list[bool]
+                              ) -> list[tuple[str, int | None, int | None]]:
     """Drops new blank lines that would sit between two lines adjacent in the original (kept, or one of
-    them edited): a blank the snippet puts beside a marker stands for layout around the code the marker
-    keeps, not for a change."""
+    them edited) where the snippet has them beside a marker (`layout`, per line of `out`): there a blank
+    stands for layout around the code the marker keeps, not for a change. A blank line the snippet shows
+    between two lines of code is one the edit adds."""
     keep, n = [], 0
     while n < len(out):
         end = n
@@ -117,7 +145,7 @@ def _without_blank_insertions(out: list[tuple[str, int | None, int | None]]) -> 
         if end > n:
             before = out[n - 1][2] if n else None
             after = out[end][2] if end < len(out) else None
-            if not (before is not None and after is not None and after == before + 1):
+            if not (before is not None and after is not None and after == before + 1 and all(layout[n:end])):
                 keep.extend(out[n:end])
             n = end
         else:

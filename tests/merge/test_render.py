@@ -12,17 +12,20 @@ def test_the_end_of_the_text_ends_like_the_original():
     assert _join([], "", "\n") == ""
 
 
-def test_a_new_blank_line_between_two_adjacent_original_lines_is_dropped():
+def test_a_new_blank_line_beside_a_marker_between_two_adjacent_original_lines_is_dropped():
     out = [("a\n", 0, 0), ("\n", None, None), ("b\n", 1, 1), ("\n", None, None), ("c\n", None, None), ("d\n", 3, 3)]
-    assert _without_blank_insertions(out) == [("a\n", 0, 0), ("b\n", 1, 1), ("\n", None, None), ("c\n", None, None),
-                                              ("d\n", 3, 3)]
+    beside = [False, True, False, True, False, False]
+    assert _without_blank_insertions(out, beside) == [("a\n", 0, 0), ("b\n", 1, 1), ("\n", None, None),
+                                                      ("c\n", None, None), ("d\n", 3, 3)]
+    # Shown between two lines of code, away from any marker, the blank line is the edit's.
+    assert _without_blank_insertions(out, [False] * 6) == out
 
 
 def test_a_hunk_shown_without_its_enclosing_block_is_indented_as_the_original():
     assert _shift([("def f():\n", "    def f():\n"), ("    x = 1\n", "        x = 1\n")]) == ("", "    ")
     assert _shift([("        x = 1\n", "    x = 1\n")]) == ("    ", "")
     assert _shift([("  a\n", "    a\n"), ("b\n", "b\n")]) is None  # only some lines moved: that is the edit
-    assert _shift([("x\n", "x\n")]) is None
+    assert _shift([("x\n", "x\n")]) == ("", "")  # the snippet's own indentation
 
 
 def test_new_lines_of_a_shifted_hunk_get_the_original_indentation():

@@ -1,0 +1,33 @@
+"""What the final alignment leaves in doubt (`apply_edit.merge.doubts`), through `merge`."""
+
+from collections import Counter
+
+from apply_edit.merge import merge
+from apply_edit.merge.doubts import doubts
+from apply_edit.merge.snippet import _parse_snippet, split_lines
+
+PY = "".join(f"def f{i}(x):\n    total = x + {i}\n    return total\n\n\n" for i in range(6))
+
+
+def test_a_new_line_beside_the_kept_line_it_may_replace_is_a_doubt():
+    orig = split_lines("def f():\n    timeout = 5\n    run(timeout)\n")
+    snippet = _parse_snippet(["def f():\n", "    # ... existing code ...\n", "    timeout = 10\n", "    run(timeout)\n"],
+                             set(), "python", set())
+    # The marker kept the old assignment and the new one was written beside it.
+    ops = [("match", 0, 0), ("keep", 1, False), ("ins", 1), ("match", 2, 2)]
+    assert doubts(ops, snippet, orig, Counter(line.strip() for line in orig), set()) == [
+        "snippet line 3 may replace original line 2, kept beside it"]
+    edited = [("match", 0, 0), ("edit", 1, 1), ("match", 2, 2)]
+    assert doubts(edited, snippet, orig, Counter(line.strip() for line in orig), set()) == []
+
+
+def test_a_long_deletion_between_two_snippet_lines_is_a_doubt_and_a_short_one_is_not():
+    long_gone = merge(PY, "def f0(x):\n    total = x + 0\n    return total\n", "python")
+    assert any("deleted between two snippet lines" in r for r in long_gone.report.readings) is False  # a piece: kept
+    update = "def f0(x):\n    total = x + 0\n    return total\n\n\ndef f5(x):\n# ... existing code ...\n"
+    cut = merge(PY, update, "python")
+    assert "def f3(x)" not in cut.text  # shown adjacent, f0 and f5 delete what was between them
+    assert any("deleted between two snippet lines" in r for r in cut.report.readings)
+    assert not cut.report.confident
+    short = merge(PY, "def f0(x):\n    return x + 0\n# ... existing code ...\n", "python")
+    assert not any("deleted" in r for r in short.report.readings)
