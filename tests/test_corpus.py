@@ -184,3 +184,16 @@ def test_a_release_whose_bytes_changed_is_refused(tmp_path):
     lines = []
     records = build([project], tmp_path / "out", tmp_path, log=lines.append)
     assert records == [] and "sha256" in lines[0]
+
+
+def test_an_edit_that_leaves_a_half_made_program_is_not_taken():
+    from apply_edit.corpus.edits import consistent
+
+    twice = _python_file(tweak={11: "    return 11\n\n\ndef helper_3(arg):\n    return 3\n"})
+    (edit,) = file_edits(BEFORE, twice)
+    assert not consistent(edit, "python")  # helper_3 defined twice: the rest of the change renamed one
+    broken = BEFORE.replace("def helper_5(arg):", "def helper_5(arg")
+    (edit,) = file_edits(BEFORE, broken)
+    assert not consistent(edit, "python")
+    (edit,) = file_edits(BEFORE, _python_file(tweak={4: "    return 4\n"}))
+    assert consistent(edit, "python")

@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .edits import Edit, file_edits
+from .edits import Edit, consistent, file_edits
 from .releases import EXTENSIONS, Project, fetch, source_files
 from .snippets import write_snippet
 
@@ -64,7 +64,7 @@ def project_candidates(project: Project, cache: Path, also: list[Path]) -> list[
 
 def choose(candidates: list[Candidate], per_project: int, rng: random.Random) -> list[Candidate]:
     """Up to `per_project` edits, spread over the project's languages first, then its files (at most
-    `_PER_FILE` from one file)."""
+    `_PER_FILE` from one file), of those that leave the program consistent (`edits.consistent`)."""
     by_language: dict[str, dict[str, list[Candidate]]] = defaultdict(lambda: defaultdict(list))
     for c in candidates:
         by_language[c.language][c.path].append(c)
@@ -78,7 +78,9 @@ def choose(candidates: list[Candidate], per_project: int, rng: random.Random) ->
     while len(chosen) < per_project and any(queues):
         for queue in queues:
             if queue and len(chosen) < per_project:
-                chosen.append(queue.pop(0))
+                c = queue.pop(0)
+                if consistent(c.edit, c.language):
+                    chosen.append(c)
     return chosen
 
 

@@ -13,6 +13,9 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from ..definitions import declared_twice_in
+from ..regions import parse_errors, parser_for
+
 _JOIN = 2  # unchanged lines inside one hunk
 _NEARBY = 30  # unchanged lines between the hunks of one edit
 _MAX_HUNKS = 3
@@ -61,7 +64,11 @@ def usable(text: str) -> bool:
 
 
 def _hunks(old: list[str], new: list[str]) -> list[Hunk]:
-    ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
+    """The diff's hunks. Lines are compared without their trailing whitespace: a release that also strips
+    trailing blanks does not make every such line part of the edit (a snippet could not show it)."""
+    ops = difflib.SequenceMatcher(None, [line.rstrip() for line in old], [line.rstrip() for line in new],
+                                  autojunk=False).get_opcodes()
+    ops = [op for op in ops if op[0] != "equal"]
     hunks: list[list] = []
     for _, i1, i2, j1, j2 in ops:
         if hunks and i1 - hunks[-1][1] <= _JOIN:
@@ -116,3 +123,17 @@ def file_edits(before: str, after: str) -> list[Edit]:
                     edits.append(edit)
         run = [hunk] if hunk is not None else []
     return edits
+
+
+def consistent(edit: Edit, language: str) -> bool:
+    """Whether the edit leaves a program as sound as it found it: no more parse errors, and no name
+    declared twice in one scope that was not before. One group of hunks cut from a larger change can
+    leave a half-made state (a wrapper added under a name the rest of the change renames away); no
+    agent writes such an edit, and no snippet can say what it means."""
+    parser = parser_for(language)
+    if parser is not None:
+        count = [sum(1 for _ in parse_errors(parser.parse(text.encode()).root_node)) for text in (edit.before, edit.after)]
+        if count[1] > count[0]:
+            return False
+    before = {(path, name) for path, name, _ in declared_twice_in(edit.before, language)}
+    return all((path, name) in before for path, name, _ in declared_twice_in(edit.after, language))

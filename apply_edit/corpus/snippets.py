@@ -8,8 +8,9 @@ a note, or by the instruction alone). Styles, each seeded per case:
   `... existing code ...` markers between;
 - `worded`: the same with markers in words (`// ... rest of the class ...`), `/* ... */` in C-like code;
 - `bare`: markers written as a bare `...`;
-- `no-leading-marker`: no marker before the first line (and sometimes none after the last): the snippet
-  is a piece of the file;
+- `no-leading-marker`: no marker before the first line: the snippet starts as a piece of the file (a
+  trailing marker stays: a snippet that stops inside a definition without one does not say whether the
+  rest of it goes);
 - `whole-definition`: the innermost definition holding every hunk, shown whole;
 - `inner-markers`: that definition's header, a marker inside its body, the hunks, a marker, its end;
 - `reindented`: a minimal or whole snippet shifted left (flush-left, or one level less), as agents write
@@ -114,26 +115,28 @@ class _Writer:
 
     def _outside_strings(self, s: int, e: int) -> tuple[int, int]:
         """The range widened so that no marker cuts a multi-line string or comment in two."""
-        if self._inside is None:
-            self._inside = lines_inside_strings(self.edit.after, self.language, comments=True)
-        while s > 0 and (s in self._inside or s - 1 in self._inside):
+        inside = self._string_lines()
+        while s > 0 and (s in inside or s - 1 in inside):
             s -= 1
-        while e < len(self.after) and (e in self._inside or e - 1 in self._inside):
+        while e < len(self.after) and (e in inside or e - 1 in inside):
             e += 1
         return s, e
 
+    def _string_lines(self) -> set[int]:
+        """The middle lines of `after`'s multi-line strings and comments."""
+        if self._inside is None:
+            self._inside = lines_inside_strings(self.edit.after, self.language, comments=True)
+        return self._inside
+
     # --- markers ----------------------------------------------------------------------------------
-    def marker(self, omitted: range, side: str, words: str | None = None, shown: str = "") -> str:
-        """A marker line for the omitted lines of `after`: indented as the code it stands for where that
-        meets the shown line beside it (`side`: the marker comes "before" shown code, "after" it, or
-        "between" two pieces), the shallower of the two; a marker deeper than the code it stands for
-        would say that the block beside it goes on."""
-        code = [self.after[i] for i in omitted if self.after[i].strip()]
-        if side == "between":
-            side = self.rng.choice(("before", "after"))
-        nearest = _indent(code[-1] if side == "before" else code[0]) if code else ""
-        indent = min(nearest, _indent(shown), key=len) if shown.strip() else nearest
-        if words == "..." and self.language == "python" and side == "after" and shown.rstrip().endswith(":"):
+    def marker(self, omitted: range, words: str | None = None, shown: str = "") -> str:
+        """A marker line for the omitted lines of `after`, indented as the shallowest code among them:
+        a marker deeper than some line it stands for would say that the block it sits in ends there
+        and the rest of the file goes on (prose inside multi-line strings does not count)."""
+        inside = self._string_lines()
+        code = [self.after[i] for i in omitted if self.after[i].strip() and i not in inside]
+        indent = min((_indent(line) for line in code), key=len, default="")
+        if words == "..." and self.language == "python" and shown.rstrip().endswith(":"):
             words = None  # a bare `...` under a Python header is a stub body, not a marker
         return indent + self.marker_body(words) + self.nl
 
@@ -150,13 +153,11 @@ class _Writer:
         at = 0
         for n, (s, e) in enumerate(windows):
             if s > at and (lead or n > 0):
-                side = "between" if n > 0 else "before"
-                beside = self.after[s] if side == "before" or self.rng.random() < 0.5 else out[-1]
-                out.append(self.marker(range(at, s), side, words() if words else None, beside))
+                out.append(self.marker(range(at, s), words() if words else None, out[-1] if out else ""))
             out += self.after[s:e]
             at = e
         if at < len(self.after) and tail:
-            out.append(self.marker(range(at, len(self.after)), "after", words() if words else None, out[-1]))
+            out.append(self.marker(range(at, len(self.after)), words() if words else None, out[-1]))
         return out
 
     # --- styles -------------------------------------------------------------------------------------
@@ -174,7 +175,7 @@ class _Writer:
         windows = self.windows()
         if windows[0][0] == 0:
             return None
-        return self.assemble(windows, lead=False, tail=self.rng.random() < 0.5)
+        return self.assemble(windows, lead=False)
 
     def _holder(self):
         """The innermost definition of `after` that holds every hunk, of a size shown whole."""
@@ -308,6 +309,8 @@ def write_snippet(edit: Edit, language: str, rng: random.Random, style: str | No
     last = len(writer.after)
     if any(not h.added and h.after_start in (0, last) for h in edit.hunks):
         style = "deletion-note"
+    elif style is None and rng.random() < 0.3 and writer.instruction_only() is not None:
+        style = "instruction-only"  # the one kind of edit an instruction alone says: drawn more often where it fits
     left = {} if style else dict(WEIGHTS)  # a style asked for falls back to `minimal` at once
     while True:
         style = style or rng.choices(list(left), weights=list(left.values()))[0]
