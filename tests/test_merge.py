@@ -730,3 +730,14 @@ def test_a_blank_line_the_snippet_shows_between_two_lines_of_code_is_kept():
         f"\n\ndef g{i}():\n    return {i}\n" for i in range(5))
     update = "def f(x):\n    a = x + 1\n\n    if a:\n        return a\n# ... existing code ...\n"
     assert merge(py, update, "python").text == py.replace("    a = x + 1\n", "    a = x + 1\n\n")
+
+
+def test_a_method_whose_marker_leaves_it_does_not_end_at_the_next_methods_closing_line():
+    php = ("<?php\n\nfinal class Box\n{\n    public function has($k): bool\n    {\n        return isset($this->c[$k]);\n"
+           "    }\n\n    public function drop($k): void\n    {\n        unset($this->c[$k]);\n    }\n\n"
+           "    #[Old]\n    public function get($k)\n    {\n        return $this->c[$k] ?? null;\n    }\n}\n")
+    update = ("    public function has($k): bool\n    {\n        return isset($this->c[$k]);\n    // ... existing code ...\n"
+              "        unset($this->c[$k]);\n    }\n\n    public function get($k): mixed\n    {\n"
+              "        return $this->c[$k] ?? null;\n// ... existing code ...\n")
+    expected = php.replace("    #[Old]\n    public function get($k)\n", "    public function get($k): mixed\n")
+    assert merge(php, update, "php").text == expected

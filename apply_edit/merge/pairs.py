@@ -20,7 +20,7 @@ import numpy as np
 
 from ..definitions import Definition
 from .anchors import _closes, _trivial
-from .snippet import _Snippet, _width
+from .snippet import _leaves_block, _Snippet, _width
 
 def _keep_between_whole_definitions(snippet: _Snippet, pairs, orig: list[str], comment) -> None:
     """In a snippet without markers, two definitions shown whole one after the other (blank and comment
@@ -79,7 +79,8 @@ def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
         last = snippet.lines[index[d.end_line]]
         closed = (d.name_line in index and d.end_line > d.name_line and _trivial(last.strip())
                   and _width(last) <= _width(snippet.lines[index[d.name_line]])  # `}` or `end` closes it
-                  and _indented_inside(snippet.lines[index[d.name_line]:index[d.end_line] + 1]))
+                  and _indented_inside(snippet.lines[index[d.name_line]:index[d.end_line] + 1])
+                  and not _leaves_block(snippet, index[d.name_line], index[d.end_line]))
         if whole:
             whole_spans.append((d.start_line, d.end_line))
         elif not closed:

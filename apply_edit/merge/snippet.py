@@ -148,6 +148,16 @@ def _parse_snippet(update_lines: list[str], original_keys: set[str], language: s
     return _Snippet(lines, hunk_of, reach, number, markers, noted_head, noted_tail)
 
 
+def _leaves_block(snippet: _Snippet, opener: int, closer: int) -> bool:
+    """Whether a marker between snippet lines `opener` and `closer` leaves the opener's block: one as
+    shallow as the opener with deeper code after it (before the closer) hides the line that code is the
+    body of, and the closer shown closes that line's block, not the opener's."""
+    depth = _width(snippet.lines[opener])
+    return any(snippet.reach[g] is not None and snippet.reach[g] <= depth
+               and any(snippet.lines[t].strip() and _width(snippet.lines[t]) > snippet.reach[g] for t in range(g, closer))
+               for g in range(opener + 1, closer + 1))
+
+
 def _whole_body(lines: list[str], n: int, last: int) -> bool:
     """Whether the `...` on line n, right after a Python header, is that body's only line (a stub: what
     follows is less indented) rather than a marker for the body's first lines (`def f():` `...` then more

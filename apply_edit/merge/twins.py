@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .anchors import _names_nothing, _trivial
-from .snippet import _Snippet, _width
+from .snippet import _leaves_block, _Snippet, _width
 
 
 def _realigned(ops: list[tuple], finders, align) -> list[tuple]:
@@ -192,14 +192,10 @@ def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
                 and snippet.lines[closer].strip() != orig[end].strip():
             end = original_ends[end]
         # A marker may hide openers, so brackets alone do not pair lines: the closer sits at its opener's
-        # depth, and it closes no block a marker opened: lines deeper than a marker as shallow as the opener,
-        # after it, are the body of a line it hides, and the closer shown is that line's.
-        depth = _width(snippet.lines[opener])
-        if any(snippet.reach[g] is not None and snippet.reach[g] <= depth
-               and any(snippet.lines[t].strip() and _width(snippet.lines[t]) > snippet.reach[g] for t in range(g, closer))
-               for g in range(opener + 1, closer + 1)):
+        # depth, and no marker between them leaves the opener's block (`pairs._leaves_block`).
+        if _leaves_block(snippet, opener, closer):
             continue
-        if _width(snippet.lines[closer]) == depth \
+        if _width(snippet.lines[closer]) == _width(snippet.lines[opener]) \
                 and snippet.lines[closer].strip() == orig[end].strip() and placed.get(closer) != end:
             found[closer] = end
     return found

@@ -31,3 +31,21 @@ def test_a_long_deletion_between_two_snippet_lines_is_a_doubt_and_a_short_one_is
     assert not cut.report.confident
     short = merge(PY, "def f0(x):\n    return x + 0\n# ... existing code ...\n", "python")
     assert not any("deleted" in r for r in short.report.readings)
+
+
+def test_new_lines_beside_the_files_first_lines_kept_are_a_doubt():
+    js = "'use strict';\n\nconst a = require('a');\n" + "".join(f"\nfunction f{i}() {{\n  return {i};\n}}\n" for i in range(4))
+    # One new first line and a marker: added above the old one, or in its place? The snippet cannot say.
+    readings = merge(js, '"use strict";\n// ... existing code ...\n', "javascript").report.readings
+    assert any("beside the file's first lines" in r for r in readings)
+    shown = merge(js, "'use strict';\n\nconst a = require('a');\nconst b = require('b');\n// ... existing code ...\n",
+                  "javascript")
+    assert shown.report.readings == [] and "const b = require('b');\n" in shown.text
+
+
+def test_deleting_a_header_and_keeping_its_body_is_a_doubt():
+    orig = split_lines("class A:\n    def f(self):\n        return 1\n")
+    snippet = _parse_snippet(["class A:\n", "        return 1\n"], set(), "python", set())
+    ops = [("match", 0, 0), ("del", 1), ("match", 1, 2)]
+    assert doubts(ops, snippet, orig, Counter(line.strip() for line in orig), set()) == [
+        "original line 2 deleted, the block it opens kept"]
