@@ -76,7 +76,11 @@ class Judge:
         return LineChecks(self.original, self.update, self.language, self.instruction, notes)
 
     def _sureness(self) -> str:
-        return "structurally sure" if self.candidate.report.confident else "placed without full certainty"
+        """How sure the merge is, with the first reading it chose where it is not (`MergeReport.readings`)."""
+        report = self.candidate.report
+        if report.confident:
+            return "structurally sure"
+        return "placed without full certainty" + (f": {report.readings[0]}" if report.readings else "")
 
     def without_model(self) -> Outcome:
         """The outcome for a sound merge that the model does not read (the `checked` pipeline)."""

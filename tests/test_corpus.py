@@ -197,3 +197,18 @@ def test_an_edit_that_leaves_a_half_made_program_is_not_taken():
     assert not consistent(edit, "python")
     (edit,) = file_edits(BEFORE, _python_file(tweak={4: "    return 4\n"}))
     assert consistent(edit, "python")
+
+
+def test_the_shipped_manifest_pins_permissive_releases_of_many_languages():
+    from apply_edit.corpus.build import SOURCES
+    from apply_edit.corpus.releases import load_sources
+
+    projects = load_sources(SOURCES)
+    rows = json.loads(SOURCES.read_text())
+    assert len(projects) >= 300 and len({p.name for p in projects}) == len(projects)
+    permissive = {"MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "ISC", "Zlib", "0BSD", "Unlicense",
+                  "PSF-2.0", "MIT-0", "BSL-1.0"}
+    assert {p.license for p in projects} <= permissive
+    assert all(len(r.sha256) == 64 and int(r.sha256, 16) >= 0 and len(p.releases) >= 2
+               for p in projects for r in p.releases)
+    assert len({language for row in rows for language in row["languages"]}) >= 10

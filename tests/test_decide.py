@@ -119,3 +119,13 @@ def test_the_model_is_stopped_at_the_first_line_no_ending_can_make_sound():
 def test_first_difference_line_counts_from_one():
     assert first_difference_line("a\nb\nc\n", "a\nb\nX\n") == 3
     assert first_difference_line("a\n", "a\n") == 2
+
+
+def test_an_unsure_merge_says_which_reading_it_chose():
+    from apply_edit.decide import Judge
+
+    js = "function oldApi() {\n  return 2;\n}\n\nfunction other() {\n  return 3;\n}\n"
+    update = "// removed the old helper\n\nfunction other() {\n  return 30;\n}\n"
+    judge = Judge(js, update, "javascript", merge(js, update, "javascript"))
+    assert judge.without_model().reason == ("the merge (placed without full certainty: snippet line 1 "
+                                            "(`// removed the old helper`) read as a note, not code) passes the checks")
