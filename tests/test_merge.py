@@ -741,3 +741,13 @@ def test_a_method_whose_marker_leaves_it_does_not_end_at_the_next_methods_closin
               "        return $this->c[$k] ?? null;\n// ... existing code ...\n")
     expected = php.replace("    #[Old]\n    public function get($k)\n", "    public function get($k): mixed\n")
     assert merge(php, update, "php").text == expected
+
+
+def test_a_flush_left_snippet_that_wraps_a_line_in_a_new_block_keeps_it_deeper():
+    sh = ("build() {\n    case \"$1\" in\n      ios)\n        CFLAGS+=\" -fembed-bitcode\"\n"
+          "        CFLAGS+=\" -target arm64\"\n        ;;\n    esac\n}\n")
+    update = ("case \"$1\" in\n  ios)\n    if [[ \"$XCODE\" -lt 16 ]]; then\n      CFLAGS+=\" -fembed-bitcode\"\n    fi\n"
+              "    CFLAGS+=\" -target arm64\"\n    ;;\nesac\n# ... existing code ...\n")
+    expected = sh.replace("        CFLAGS+=\" -fembed-bitcode\"\n", "        if [[ \"$XCODE\" -lt 16 ]]; then\n"
+                          "          CFLAGS+=\" -fembed-bitcode\"\n        fi\n")
+    assert merge(sh, "# ... existing code ...\n" + update, "bash").text == expected

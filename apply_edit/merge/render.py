@@ -52,8 +52,12 @@ def _written_lines(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list
             out.append((line, None, op[2] if kind == "edit" else None))
             continue
         j = op[2]
+        if shift:  # shifted, a line the edit moved deeper (wrapped in a new block) stays moved
+            shifted = shift[1] + line[len(shift[0]):] if line.startswith(shift[0]) else orig[j]
+            out.append((orig[j], j, j) if shifted.rstrip() == orig[j].rstrip() else (shifted, None, j))
+            continue
         same = line.rstrip() == orig[j].rstrip()
-        out.append((orig[j], j, j) if same or shift else (line, None, j))
+        out.append((orig[j], j, j) if same else (line, None, j))
     return out
 
 
