@@ -308,12 +308,13 @@ def cmd_build_llama_server(args) -> int:
 
 
 def cmd_corpus_build(args) -> int:
-    from .corpus.build import main_build
+    from .corpus.build import SOURCES, main_build
     from .corpus.releases import default_cache
 
     downloads = Path(args.downloads) if args.downloads else default_cache()
     also = [Path(p) for p in args.also_from]
-    return main_build(Path(args.sources), Path(args.out), downloads, also, args.per_project, args.seed)
+    sources = Path(args.sources) if args.sources else SOURCES
+    return main_build(sources, Path(args.out), downloads, also, args.per_project, args.seed)
 
 
 def cmd_corpus_report(args) -> int:
@@ -446,9 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     csub = p.add_subparsers(dest="corpus_command", required=True)
     c = csub.add_parser("build", help="download the releases the manifest names and write the cases, split by "
                                       "project into OUT/tune and OUT/report")
-    from .corpus.build import SOURCES
-
-    c.add_argument("--sources", default=str(SOURCES), help="the manifest (default: the one shipped)")
+    c.add_argument("--sources", help="the manifest (default: the one shipped, apply_edit/corpus/sources.json)")
     c.add_argument("--out", default="corpus", help="where the cases go (default: ./corpus)")
     c.add_argument("--downloads", help="download cache (default: ~/.cache/apply_edit/corpus-downloads)")
     c.add_argument("--also-from", action="append", default=[], metavar="DIR",

@@ -10,10 +10,10 @@ change of real code, and every line of `after` is either the older file's or the
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 
-from ..definitions import declared_twice_in
+from ..definitions import duplicate_declarations
+from ..merge import split_lines
 from ..regions import parse_errors, parser_for
 
 _JOIN = 2  # unchanged lines inside one hunk
@@ -51,14 +51,9 @@ class Edit:
     hunks: tuple[Hunk, ...]  # in file order, with after_start set
 
 
-def lines_of(text: str) -> list[str]:
-    """Lines with their endings (only '\\n' splits, as the merge reads them)."""
-    return re.findall(r"[^\n]*\n|[^\n]+$", text)
-
-
 def usable(text: str) -> bool:
     """A file fit for an edit: a size an edit is written for, hand-written lines, one newline style."""
-    lines = lines_of(text)
+    lines = split_lines(text)
     return (MIN_LINES <= len(lines) <= MAX_LINES and text.endswith("\n")
             and all(len(line) <= _MAX_LINE_CHARS for line in lines) and "\x00" not in text)
 
@@ -104,7 +99,7 @@ def file_edits(before: str, after: str) -> list[Edit]:
     `_NEARBY` lines of each other, taken apart where the run is longer (non-overlapping, in order)."""
     if before == after or not usable(before) or not usable(after):
         return []
-    old, new = lines_of(before), lines_of(after)
+    old, new = split_lines(before), split_lines(after)
     hunks = _hunks(old, new)
     changed = sum(h.removed + len(h.added) for h in hunks)
     if changed > _MAX_CHANGED_SHARE * (len(old) + len(new)):
@@ -131,9 +126,10 @@ def consistent(edit: Edit, language: str) -> bool:
     leave a half-made state (a wrapper added under a name the rest of the change renames away); no
     agent writes such an edit, and no snippet can say what it means."""
     parser = parser_for(language)
-    if parser is not None:
-        count = [sum(1 for _ in parse_errors(parser.parse(text.encode()).root_node)) for text in (edit.before, edit.after)]
-        if count[1] > count[0]:
-            return False
-    before = {(path, name) for path, name, _ in declared_twice_in(edit.before, language)}
-    return all((path, name) in before for path, name, _ in declared_twice_in(edit.after, language))
+    if parser is None:
+        return True
+    # Each text parsed once, for both tests, as the checks read a result (`checks.problems`).
+    old_tree, new_tree = (parser.parse(text.encode()).root_node for text in (edit.before, edit.after))
+    if sum(1 for _ in parse_errors(new_tree)) > sum(1 for _ in parse_errors(old_tree)):
+        return False
+    return not set(duplicate_declarations(new_tree, language)) - set(duplicate_declarations(old_tree, language))

@@ -13,13 +13,11 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-# The languages a corpus case may be in, by file extension (the language table's names, Lua besides).
-EXTENSIONS = {
-    ".py": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "jsx",
-    ".ts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust", ".java": "java", ".c": "c", ".h": "c",
-    ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".cs": "csharp", ".kt": "kotlin", ".swift": "swift",
-    ".rb": "ruby", ".php": "php", ".sh": "bash", ".lua": "lua",
-}
+from ..languages import TABLE
+
+# The languages a corpus case may be in, by file extension: those a grammar parses here, and Lua.
+EXTENSIONS = {ext: language.name for language in TABLE if language.grammar for ext in language.extensions} | {
+    ".lua": "lua"}
 # Folders whose files are not a project's own hand-written source.
 _NOT_SOURCE = {"vendor", "vendored", "third_party", "thirdparty", "third-party", "node_modules", "dist", "build",
                "_vendor", "deps", "external", "generated", "testdata", "fixtures", "__snapshots__"}

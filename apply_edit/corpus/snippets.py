@@ -29,7 +29,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..definitions import definitions, lines_inside_strings
-from .edits import Edit, Hunk, lines_of
+from ..instruction import uses
+from ..merge import split_lines
+from ..merge.snippet import _indent
+from .edits import Edit, Hunk
 
 STYLES = ("minimal", "worded", "bare", "no-leading-marker", "whole-definition", "inner-markers", "reindented",
           "changed-note", "deletion-note", "instruction-only")
@@ -60,15 +63,6 @@ def comment_start(language: str) -> str:
     return "#" if language in _HASH_COMMENTS else "--" if language == "lua" else "//"
 
 
-def _indent(line: str) -> str:
-    return line[:len(line) - len(line.lstrip(" \t"))]
-
-
-def _names(name: str, text: str) -> bool:
-    """Whether text has `name` as a whole name."""
-    return re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text) is not None
-
-
 def _newline(lines: list[str]) -> str:
     return "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
 
@@ -76,7 +70,7 @@ def _newline(lines: list[str]) -> str:
 class _Writer:
     def __init__(self, edit: Edit, language: str, rng: random.Random):
         self.edit, self.language, self.rng = edit, language, rng
-        self.before, self.after = lines_of(edit.before), lines_of(edit.after)
+        self.before, self.after = split_lines(edit.before), split_lines(edit.after)
         self.nl = _newline(self.after)
         self.counts = Counter(line.strip() for line in self.before)
         self.comment = comment_start(language)
@@ -246,12 +240,12 @@ class _Writer:
     def _removal(self, hunk: Hunk) -> str:
         """What a deletion note says: the definition or name that went, when the file no longer has it."""
         gone = self._deleted_definition(hunk)
-        if gone is not None and not _names(gone[1], self.edit.after):
+        if gone is not None and not uses(self.edit.after, gone[1]):
             return f"removed {gone[1]}" + ("()" if gone[0] == "function" else "")
         after_code = self.edit.after
         for line in self.before[hunk.old_start:hunk.old_end]:
             for name in re.findall(r"[A-Za-z_][A-Za-z0-9_.]{2,}", line):
-                if not _names(name, after_code):
+                if not uses(after_code, name):
                     return f"removed {name}"
         return self.rng.choice(_GENERIC_REMOVALS)
 
@@ -294,7 +288,7 @@ class _Writer:
         if len(self.edit.hunks) != 1:
             return None
         gone = self._deleted_definition(self.edit.hunks[0])
-        if gone is None or _names(gone[1], self.edit.after):
+        if gone is None or uses(self.edit.after, gone[1]):
             return None
         return [], f"Remove the `{gone[1]}` {gone[0]}."
 
