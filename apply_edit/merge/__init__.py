@@ -36,17 +36,19 @@ from .pairs import _apart, _keep_between_whole_definitions, _pairs
 from .removals import _removed_lines
 from .render import _render
 from .repairs import _dangling_edits, _head_tail_rewrites, _rewritten_headers
-from .report import HunkPlacement, MergeCandidate, MergeReport, _report
+from .report import HunkPlacement, MergeCandidate, MergeReport, Reading, _report
 from .snippet import _read, _width, code_lines, is_marker, marker_keys, split_lines
 from .twins import _closing_twins, _kept_twins, _realigned, _resumed_lines, _resuming_runs, _rewritten_comment_ends
 
-__all__ = ["HunkPlacement", "MergeCandidate", "MergeReport", "code_lines", "is_marker", "marker_keys", "merge",
+__all__ = ["HunkPlacement", "MergeCandidate", "MergeReport", "Reading", "code_lines", "is_marker", "marker_keys", "merge",
            "split_lines"]
 
 
-def merge(original: str, update: str, language: str = "", instruction: str = "") -> MergeCandidate:
-    """The merge of `update` into `original`; `instruction` only says which names it removes."""
-    orig, update_lines, counts, snippet, notes = _read(original, update, language)
+def merge(original: str, update: str, language: str = "", instruction: str = "",
+          notes_as_code: frozenset[int] = frozenset()) -> MergeCandidate:
+    """The merge of `update` into `original`; `instruction` only says which names it removes.
+    `notes_as_code`: snippet lines (0-based) that read as deletion notes, to be read as code instead."""
+    orig, update_lines, counts, snippet, notes = _read(original, update, language, notes_as_code)
     names = names_to_remove(instruction, update, language, original) | noted_names(notes)
     in_snippet, in_original = [], []
     if language and orig:
@@ -87,8 +89,23 @@ def merge(original: str, update: str, language: str = "", instruction: str = "")
     # Deletions a definition shown whole, or a name the edit removes, accounts for are no doubt.
     accounted = {j for _, _, start, end, whole in pairs if whole for j in range(start, end + 1)}
     accounted |= {int(j) for j in np.flatnonzero(removed)}
-    report.readings += doubts(ops, snippet, orig, counts, accounted)
+    report.readings += doubts(ops, snippet, orig, counts, accounted, pairs)
     # A note told by its form alone (`# removed the old fallback`) might be a comment the edit adds.
-    report.readings += [f"snippet line {n + 1} (`{update_lines[n].strip()}`) read as a note, not code"
-                        for n, named in sorted(notes.items()) if not named]
-    return MergeCandidate(text, origin, len(orig), report)
+    report.readings += [Reading("note", f"snippet line {n + 1} (`{update_lines[n].strip()}`) read as a note, not code",
+                                snippet_line=n) for n, named in sorted(notes.items()) if not named]
+
+    def reread(readings: list[Reading]) -> str:
+        """The text with `readings` taken the other way: their ops rewritten and rendered again, or, for
+        notes, the snippet merged again with them read as code (then alone: the alignment is another)."""
+        as_code = frozenset(r.snippet_line for r in readings if r.kind == "note")
+        if as_code:
+            if len(as_code) < len(readings):
+                raise ValueError("a note read as code makes another alignment: take it the other way alone")
+            return merge(original, update, language, instruction, notes_as_code | as_code).text
+        other = list(ops)
+        for reading in readings:
+            for n, op in reading.other:
+                other[n] = op
+        return _render(other, snippet, orig, original, language)[0]
+
+    return MergeCandidate(text, origin, len(orig), report, reread)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .anchors import _trivial
 from .snippet import _Snippet, _width
@@ -27,14 +28,36 @@ class HunkPlacement:
     between_markers: bool  # a marker before and after it (new code there has no settled place)
 
 
+# The kinds of reading (`doubts.py`, and `merge` for notes): what the other reading does.
+# replace: drops an original line kept beside a new line that may edit it; header: keeps a deleted line
+# whose block stays; edge: drops the file's first (last) lines kept beside new ones; deletion: keeps a long
+# run of lines deleted between two snippet lines; scope: keeps lines deleted between a line the snippet
+# shows and a marker; note: writes a comment read as a note as code.
+READING_KINDS = ("replace", "header", "edge", "deletion", "scope", "note")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One choice the snippet leaves open that the merge made one way, and the other way to make it."""
+
+    kind: str  # one of READING_KINDS
+    what: str  # a sentence naming the lines
+    # The other reading as rewritten ops (index in the final alignment -> op); empty for a note, which is
+    # read again by a merge of its own (`MergeCandidate.reread`).
+    other: tuple[tuple[int, tuple], ...] = ()
+    snippet_line: int | None = None  # for a note: the snippet line (0-based)
+
+    def __str__(self) -> str:
+        return self.what
+
+
 @dataclass
 class MergeReport:
     hunks: list[HunkPlacement] = field(default_factory=list)
     deleted: list[int] = field(default_factory=list)  # original lines the merge removed
     crossed: list[int] = field(default_factory=list)  # lines a marker kept outside its scope (less indented)
-    # Choices the snippet leaves open that the merge made one way (a comment read as a note, not code):
-    # each a sentence naming the snippet line.
-    readings: list[str] = field(default_factory=list)
+    # Choices the snippet leaves open that the merge made one way (a comment read as a note, not code).
+    readings: list[Reading] = field(default_factory=list)
 
     @property
     def ambiguous(self) -> list[HunkPlacement]:
@@ -56,6 +79,16 @@ class MergeCandidate:
     origin: list[int | None]  # per candidate line: the original line it copies, or None for a new line
     original_lines: int
     report: MergeReport = field(default_factory=MergeReport)
+    # The text where the given readings are taken the other way (`merge`); None for a candidate made by hand.
+    rereader: Callable[[list[Reading]], str] | None = field(default=None, repr=False, compare=False)
+
+    def reread(self, readings: list[Reading]) -> str:
+        """The candidate's text with each of `readings` (from its report) taken the other way."""
+        if not readings:
+            return self.text
+        if self.rereader is None:
+            raise ValueError("this candidate keeps no alignment to read again")
+        return self.rereader(readings)
 
     def edited_original_lines(self) -> set[int]:
         """Original lines the merge changed: deleted ones, and the neighbours of inserted lines."""

@@ -196,17 +196,18 @@ def _opening_lines(snippet: _Snippet) -> list[bool]:
     return opening
 
 
-def _read(original: str, update: str, language: str) -> tuple[list[str], list[str], Counter, _Snippet,
-                                                                dict[int, set[str]]]:
+def _read(original: str, update: str, language: str, notes_as_code: frozenset[int] = frozenset()
+          ) -> tuple[list[str], list[str], Counter, _Snippet, dict[int, set[str]]]:
     """The original's lines, the snippet's (in the file's line endings and indentation), the original's
-    line counts, the snippet parsed into code lines and markers, and its deletion notes."""
+    line counts, the snippet parsed into code lines and markers, and its deletion notes (but those in
+    `notes_as_code`: snippet lines to read as code)."""
     orig = split_lines(original)
     newline = _newline(original)
     # Every snippet line ends like the original's lines, so none is glued to the next.
     update_lines = _in_file_indentation([line.rstrip("\r\n") + newline for line in split_lines(update)], orig)
     counts = Counter(line.strip() for line in orig)
     prose = lines_inside_strings(original, language, comments=True) if language else set()
-    notes = deletion_notes(original, update, language)
+    notes = {n: named for n, named in deletion_notes(original, update, language).items() if n not in notes_as_code}
     snippet = _parse_snippet(update_lines, set(counts), language,
                              {line.strip() for n, line in enumerate(orig) if n not in prose}, set(notes))
     return orig, update_lines, counts, snippet, notes

@@ -15,7 +15,7 @@ def test_a_new_line_beside_the_kept_line_it_may_replace_is_a_doubt():
                              set(), "python", set())
     # The marker kept the old assignment and the new one was written beside it.
     ops = [("match", 0, 0), ("keep", 1, False), ("ins", 1), ("match", 2, 2)]
-    assert doubts(ops, snippet, orig, Counter(line.strip() for line in orig), set()) == [
+    assert [r.what for r in doubts(ops, snippet, orig, Counter(line.strip() for line in orig), set())] == [
         "snippet line 3 may replace original line 2, kept beside it"]
     edited = [("match", 0, 0), ("edit", 1, 1), ("match", 2, 2)]
     assert doubts(edited, snippet, orig, Counter(line.strip() for line in orig), set()) == []
@@ -23,21 +23,21 @@ def test_a_new_line_beside_the_kept_line_it_may_replace_is_a_doubt():
 
 def test_a_long_deletion_between_two_snippet_lines_is_a_doubt_and_a_short_one_is_not():
     long_gone = merge(PY, "def f0(x):\n    total = x + 0\n    return total\n", "python")
-    assert any("deleted between two snippet lines" in r for r in long_gone.report.readings) is False  # a piece: kept
+    assert any("deleted between two snippet lines" in r.what for r in long_gone.report.readings) is False  # a piece: kept
     update = "def f0(x):\n    total = x + 0\n    return total\n\n\ndef f5(x):\n# ... existing code ...\n"
     cut = merge(PY, update, "python")
     assert "def f3(x)" not in cut.text  # shown adjacent, f0 and f5 delete what was between them
-    assert any("deleted between two snippet lines" in r for r in cut.report.readings)
+    assert any("deleted between two snippet lines" in r.what for r in cut.report.readings)
     assert not cut.report.confident
     short = merge(PY, "def f0(x):\n    return x + 0\n# ... existing code ...\n", "python")
-    assert not any("deleted" in r for r in short.report.readings)
+    assert not any("deleted" in r.what for r in short.report.readings)
 
 
 def test_new_lines_beside_the_files_first_lines_kept_are_a_doubt():
     js = "'use strict';\n\nconst a = require('a');\n" + "".join(f"\nfunction f{i}() {{\n  return {i};\n}}\n" for i in range(4))
     # One new first line and a marker: added above the old one, or in its place? The snippet cannot say.
     readings = merge(js, '"use strict";\n// ... existing code ...\n', "javascript").report.readings
-    assert any("beside the file's first lines" in r for r in readings)
+    assert any("beside the file's first lines" in r.what for r in readings)
     shown = merge(js, "'use strict';\n\nconst a = require('a');\nconst b = require('b');\n// ... existing code ...\n",
                   "javascript")
     assert shown.report.readings == [] and "const b = require('b');\n" in shown.text
@@ -47,5 +47,14 @@ def test_deleting_a_header_and_keeping_its_body_is_a_doubt():
     orig = split_lines("class A:\n    def f(self):\n        return 1\n")
     snippet = _parse_snippet(["class A:\n", "        return 1\n"], set(), "python", set())
     ops = [("match", 0, 0), ("del", 1), ("match", 1, 2)]
-    assert doubts(ops, snippet, orig, Counter(line.strip() for line in orig), set()) == [
+    assert [r.what for r in doubts(ops, snippet, orig, Counter(line.strip() for line in orig), set())] == [
         "original line 2 deleted, the block it opens kept"]
+
+
+def test_a_definition_read_as_whole_up_to_a_marker_may_go_on_under_it():
+    orig = "class T:\n    def a(self):\n        x = 1\n\n        y = 2\n        return x + y\n\n    def b(self):\n        return 3\n"
+    update = "class T:\n    def a(self):\n        x = 1\n\n    # ... existing code ...\n\n    def c(self):\n        return 4\n"
+    merged = merge(orig, update, "python")
+    scope = [r for r in merged.report.readings if r.kind == "scope"]
+    assert "y = 2" not in merged.text and len(scope) == 1 and not merged.report.confident
+    assert "        y = 2\n        return x + y\n" in merged.reread(scope)
