@@ -4,8 +4,9 @@ baseline, `models/prompt_lookup.py`) → judged, streamed file text, on any `mod
 This is the one path that the CLI, the bench and the gRPC service use. `Applier.stream` returns an
 `ApplyRun`: iterate it for text pieces as they are verified; afterwards `.text` is the whole file,
 `.stats` says what it cost and `.outcome` which path produced it (`decide.py`). The default (`spec` with
-the `checked` pipeline) hands back a merge that passes the checks at once, without running the model,
-else the model's output if that passes them, and raises `ApplyRefused` when none does.
+the `checked` pipeline) hands back a merge that passes the checks at once, without running the model;
+where it passes them but leaves readings open, the target decides those (`arbiter.py`); else the model's
+output if that passes them; and raises `ApplyRefused` when none does.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import Iterator
 
+import torch
+
+from .arbiter import WEIGHED, Arbiter
 from .decide import ApplyRefused, Judge, Outcome
 from .decoding import Decoding, DecodeStats
 from .draft_length import AdaptiveK, CostCurve, RegionAdaptiveK
@@ -99,6 +103,10 @@ class ApplyOptions:
     acceptance: str = "exact"
     typical_threshold: float = 0.3
     pipeline: str = "checked"  # applies to spec with merge drafting; other methods are the model's own output
+    # The judged pipelines' bound on the model writing the whole file (where the merge is unsound): past it,
+    # the apply is refused. On the corpus's edits every whole-file rewrite that ran longer was refused in
+    # the end (12 of 12, 6-461 s, 2-core CPU, fp32); on the fixtures, none that was right took longer.
+    model_seconds: float | None = 20.0
 
     @property
     def judged(self) -> bool:
@@ -122,6 +130,8 @@ class ApplyOptions:
             raise ApplyError(f"unknown acceptance {self.acceptance!r}; choose one of {', '.join(ACCEPTANCE)}")
         if self.pipeline not in PIPELINES:
             raise ApplyError(f"unknown pipeline {self.pipeline!r}; choose one of {', '.join(PIPELINES)}")
+        if self.model_seconds is not None and not 0 < self.model_seconds < math.inf:
+            raise ApplyError("model_seconds must be a positive number of seconds (or None: no bound)")
         if self.acceptance == "typical" and (self.temperature > 0 or not 0 < self.typical_threshold <= 1):
             raise ApplyError("typical acceptance is greedy only (temperature 0) with a threshold in (0, 1]")
 
@@ -138,6 +148,11 @@ class ApplyStats:
     path: str = ""  # which path produced the text (decide.PATHS); "" when unjudged
     disagreement_line: int = 0  # 1-based line of the merge where the model first departed from it; 0: none
     merge_confident: bool | None = None  # the merge's report calls every hunk placed by structure; None: unjudged
+    readings_weighed: int = 0  # readings the merge left open that the target weighed (`arbiter.py`)
+    readings_taken_other_way: int = 0
+    arbiter_tokens: int = 0  # prompt and answer tokens it read for them
+    arbiter_s: float = 0.0
+    verdicts: list[str] = field(default_factory=list)  # per reading weighed: what, which way, log odds
     ttft_s: float = 0.0  # from the request's start to its first text
     total_s: float = 0.0  # from the request's start to its end
     decode: DecodeStats = field(default_factory=DecodeStats)
@@ -174,6 +189,8 @@ class ApplyRun:
         self._cancel = cancel or threading.Event()
         self._start = start
         self._judge = judge
+        self.model_seconds: float | None = None  # where the model writes the file: its bound (`ApplyOptions`)
+        self._interrupted = False
 
     @property
     def cancelled(self) -> bool:
@@ -193,7 +210,8 @@ class ApplyRun:
                     yield self._extractor.push(self._detok.push(block))
                     if self._extractor.done or self.cancelled:
                         break
-            except Interrupted:  # cancelled while the prompt was being read
+            except Interrupted:  # cancelled, or out of time, while the prompt was being read
+                self._interrupted = True
                 return
             if not self.cancelled:
                 yield self._extractor.push(self._detok.flush())
@@ -250,7 +268,7 @@ class ApplyRun:
         yield from self._emit(merge_text[len(self.text):])
 
     def _model_then_judge(self, judge: Judge) -> Iterator[str]:
-        by_line, checked, stopped = judge.line_checks(), 0, False
+        by_line, checked, stopped, late = judge.line_checks(), 0, False, False
         pieces = self._pieces()
         for piece in pieces:
             self.model_text += piece
@@ -261,10 +279,16 @@ class ApplyRun:
                 if stopped := by_line.failed:
                     pieces.close()
                     break
+            if late := self.model_seconds is not None and time.perf_counter() - self._start > self.model_seconds:
+                pieces.close()
+                break
         if self.cancelled:
             return
-        outcome = self._decide(judge.stopped(self.model_text, by_line.problems()) if stopped
-                               else judge.after_model(self.model_text, True))
+        if late or self._interrupted:  # the prompt's reading stopped by the bound
+            outcome = self._decide(judge.late(self.model_text, self.model_seconds))
+        else:
+            outcome = self._decide(judge.stopped(self.model_text, by_line.problems()) if stopped
+                                   else judge.after_model(self.model_text, True))
         if outcome.path == "refused":
             self.stats.total_s = time.perf_counter() - self._start
             raise ApplyRefused(outcome.reason)
@@ -281,6 +305,57 @@ class ApplyRun:
         return self.text
 
 
+class ArbitratedRun(ApplyRun):
+    """The `checked` pipeline where the merge is sound but leaves readings open that the checks do not
+    settle: the target weighs each (`arbiter.py`). The text all readings share streams at once, the rest
+    once the target has decided; `ApplyRefused` where it cannot."""
+
+    def __init__(self, applier: Applier, request: ApplyRequest, stats: ApplyStats, start: float):
+        super().__init__((block for block in ()), None, None, stats, start, candidate=request.merged.text,
+                         judge=request.judge)
+        self.needs_model = True
+        self._applier, self._request = applier, request
+
+    def __iter__(self) -> Iterator[str]:
+        judge, request, stats = self._judge, self._request, self.stats
+        stats.merge_confident = judge.candidate.report.confident
+        weighed = judge.open_readings(WEIGHED)
+        texts = [judge.candidate.text] + [text for _, text in weighed]
+        shared = min(len(_common_lines(judge.candidate.text, text)) for text in texts)
+        yield from self._emit(judge.candidate.text[:shared])
+        arbiter = Arbiter(self._applier.tokenizer, lambda prompt, answers:
+                          self._applier.likelihoods(prompt, answers, self._cancel))
+        try:
+            result = arbiter.decide(request.original, request.update, request.instruction,
+                                    request.language_resolved, judge.candidate, weighed, judge.sound)
+        except Interrupted:
+            return
+        stats.readings_weighed = len(result.verdicts)
+        stats.readings_taken_other_way = sum(v.other_way for v in result.verdicts)
+        stats.arbiter_tokens, stats.arbiter_s = result.tokens, result.seconds
+        stats.verdicts = [v.describe() for v in result.verdicts]
+        if result.text is not None and not result.text.startswith(self.text):
+            result.text, result.reason = None, "the readings the target chose rewrite text already sent"
+        if result.text is None:
+            self._decide(Outcome("refused", f"no sound result: {result.reason}"))
+            stats.total_s = time.perf_counter() - self._start
+            raise ApplyRefused(self.outcome.reason)
+        self._decide(Outcome("merge+target", f"the merge passes the checks; the target decided what it left "
+                                             f"open: {result.reason}"))
+        yield from self._emit(result.text[len(self.text):])
+        stats.total_s = time.perf_counter() - self._start
+
+
+def _common_lines(a: str, b: str) -> str:
+    """The whole lines `a` and `b` begin with."""
+    n = 0
+    for line_a, line_b in zip(a.splitlines(keepends=True), b.splitlines(keepends=True)):
+        if line_a != line_b:
+            break
+        n += len(line_a)
+    return a[:n]
+
+
 def merge_answer(request: ApplyRequest, options: ApplyOptions) -> ApplyRun | None:
     """The `checked` pipeline's answer where the merge passes the checks: no model is needed for it, so a
     caller can answer before loading one or waiting for one. None where the model has to write."""
@@ -289,7 +364,7 @@ def merge_answer(request: ApplyRequest, options: ApplyOptions) -> ApplyRun | Non
     if not (options.judged and options.pipeline == "checked"):
         return None
     start = time.perf_counter()
-    if not request.judge.merge_sound:
+    if not request.judge.merge_sound or request.judge.open_readings(WEIGHED):
         return None
     return ApplyRun.sound_merge(request.judge, ApplyStats(method=options.method, plan_s=time.perf_counter() - start),
                                 start)
@@ -407,6 +482,8 @@ class Applier:
         options = options or ApplyOptions()
         if (answer := merge_answer(request, options)) is not None:
             return answer
+        if options.judged and options.pipeline == "checked" and request.judge.merge_sound and proposer is None:
+            return ArbitratedRun(self, request, ApplyStats(method=options.method), start)
         return self.run(self.plan(request, options, proposer), start)
 
     def run(self, plan: RequestPlan, start: float | None = None) -> ApplyRun:
@@ -425,13 +502,17 @@ class Applier:
                                           stats.decode, self._holding_model())
         else:
             typical = options.typical_threshold if options.acceptance == "typical" else None
+            bound = options.model_seconds if plan.judge is not None else None
             blocks = self.decode(plan.prompt_ids, plan.proposer, self._draft_length(options, plan.drafting),
                                  plan.max_new, Sampling(options.temperature, options.top_p, options.seed),
                                  TextStop(self.tokenizer, plan.stop_marker), stats.decode, cancel,
-                                 typical_threshold=typical, cuts=(plan.shared,))
+                                 typical_threshold=typical, cuts=(plan.shared,),
+                                 deadline=None if bound is None else start + bound)
         drafted_from = plan.drafting.candidate if plan.drafting else None
-        return ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start,
-                        candidate=drafted_from.text if drafted_from else None, judge=plan.judge, cancel=cancel)
+        run = ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start,
+                       candidate=drafted_from.text if drafted_from else None, judge=plan.judge, cancel=cancel)
+        run.model_seconds = options.model_seconds if plan.judge is not None else None
+        return run
 
     def warm(self, request: ApplyRequest, options: ApplyOptions | None = None) -> int:
         """Read the start that every apply to this file shares (its prompt up to the end of the original) into
@@ -461,18 +542,51 @@ class Applier:
             finally:
                 self.target.reset()
 
+    def likelihoods(self, prompt: list[int], answers: list[list[int]],
+                    cancel: threading.Event | None = None) -> list[float]:
+        """Per answer, the sum of the target's log-probabilities of its tokens after `prompt` and the tokens
+        all answers begin with (the same for each, so the sums' differences are the answers' log-likelihood
+        ratios). Read as one prefill of what they share and one pass per answer from that cache (the
+        target crops back to it). A `cancel` raises `Interrupted` between passes (or prompt chunks)."""
+        seqs = [list(prompt) + list(answer) for answer in answers]
+        shared = len(prompt)
+        while all(len(seq) > shared for seq in seqs) and len({seq[shared] for seq in seqs}) == 1:
+            shared += 1
+        shared = max(shared, 1)
+        interrupted = cancel.is_set if cancel is not None else (lambda: False)
+        scores = []
+        with self._holding_model():
+            self.target.reset()
+            self.target.interrupt = interrupted
+            try:
+                for seq in seqs:
+                    if interrupted():
+                        raise Interrupted
+                    block = seq[shared:]
+                    if not block:
+                        scores.append(0.0)
+                        continue
+                    rows = torch.log_softmax(self.target.logits(seq[:shared], block)[:-1].double(), dim=-1)
+                    scores.append(float(rows.gather(1, torch.tensor(block)[:, None]).sum()))
+            finally:
+                self.target.interrupt = lambda: False
+                self.target.reset()
+        return scores
+
     def context_limit(self) -> int | None:
         return self.target.context_limit()
 
     def decode(self, prompt, proposer, draft_length, max_new, sampling: Sampling, stop, stats: DecodeStats,
                cancel: threading.Event, typical_threshold: float | None = None,
-               cuts: tuple[int, ...] = ()) -> Iterator[list[int]]:
+               cuts: tuple[int, ...] = (), deadline: float | None = None) -> Iterator[list[int]]:
         """The engine on this target, one request at a time: the blocks of tokens it emits (eos included).
-        `cuts`: where the prompt's reading ends a pass (`Target.reset`)."""
+        `cuts`: where the prompt's reading ends a pass (`Target.reset`); `deadline` (a `perf_counter` time):
+        past it, the prompt's reading stops as on a cancel."""
         with self._holding_model() as threads:
             stats.threads = threads
             self.target.reset(cuts)
-            self.target.interrupt = cancel.is_set
+            self.target.interrupt = cancel.is_set if deadline is None else (
+                lambda: cancel.is_set() or time.perf_counter() > deadline)
             run = Decoding(self.target, proposer, prompt, max_new, k=draft_length, sampling=sampling,
                            eos=self.target.eos_ids(), stop=stop, stats=stats, typical_threshold=typical_threshold)
             try:

@@ -46,7 +46,8 @@ def _options(args, method: str | None = None) -> ApplyOptions:
     return ApplyOptions(method=method or args.method, k=args.k, max_new_tokens=args.max_new_tokens,
                         temperature=getattr(args, "temperature", 0.0), top_p=getattr(args, "top_p", 1.0),
                         seed=getattr(args, "seed", None), prompt_format=args.prompt_format, drafting=args.drafting,
-                        acceptance=args.acceptance, typical_threshold=args.typical_threshold, pipeline=args.pipeline)
+                        acceptance=args.acceptance, typical_threshold=args.typical_threshold, pipeline=args.pipeline,
+                        model_seconds=args.model_seconds or None)
 
 
 def _read_text(path: str, what: str) -> str:
@@ -355,10 +356,14 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                         "target gives >= --typical-threshold probability (faster, NOT exact)")
     p.add_argument("--typical-threshold", type=float, default=ApplyOptions.typical_threshold)
     p.add_argument("--pipeline", default=ApplyOptions.pipeline, choices=PIPELINES,
-                   help="checked (default, with --method spec): a merge that passes the checks at once, else "
+                   help="checked (default, with --method spec): a merge that passes the checks at once (where "
+                        "it leaves readings open that the checks do not settle, the target decides them), else "
                         "the model's output if it passes them, else refuse; verify: the same answers, the model "
                         "also reads a sound merge and reports where it departs; model: the model's own output, "
                         "unjudged")
+    p.add_argument("--model-seconds", type=float, default=ApplyOptions.model_seconds, metavar="S",
+                   help="checked and verify: refuse where the model writing the whole file takes longer than S "
+                        f"seconds (default {ApplyOptions.model_seconds:g}; 0: no bound)")
 
 
 def _add_client_args(p: argparse.ArgumentParser) -> None:

@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 
 from .checks import LineChecks, problems
 from .instruction import deletion_notes
-from .merge import MergeCandidate
+from .merge import MergeCandidate, Reading
 
-PATHS = ("model", "model+merge", "merge", "refused")
+# merge+target: the merge's text with each reading it left open (`merge.Reading`) decided by the target
+# (`arbiter.py`).
+PATHS = ("model", "model+merge", "merge", "merge+target", "refused")
 
 
 class ApplyRefused(ValueError):
@@ -61,6 +63,7 @@ class Judge:
 
     def __post_init__(self) -> None:
         self.merge_problems = self._problems(self.candidate.text)
+        self._other_ways: dict[int, str | None] = {}  # per reading (index): its other way's text, if sound
 
     def _problems(self, text: str) -> list[str]:
         return problems(self.original, self.update, text, self.language, self.candidate.text, self.instruction)
@@ -69,6 +72,24 @@ class Judge:
     def merge_sound(self) -> bool:
         """The merge is the answer: it passes every check."""
         return not self.merge_problems
+
+    def open_readings(self, kinds: tuple[str, ...]) -> list[tuple[Reading, str]]:
+        """The readings of `kinds` the merge chose among others where the other way is sound too, each
+        with its text: what the target decides (`arbiter.py`). One whose other way fails the checks is
+        settled by them."""
+        found = []
+        for n, reading in enumerate(self.candidate.report.readings):
+            if reading.kind not in kinds:
+                continue
+            if n not in self._other_ways:
+                other = self.candidate.reread([reading])
+                self._other_ways[n] = other if other != self.candidate.text and not self._problems(other) else None
+            if self._other_ways[n] is not None:
+                found.append((reading, self._other_ways[n]))
+        return found
+
+    def sound(self, text: str) -> bool:
+        return not self._problems(text)
 
     def line_checks(self) -> LineChecks:
         """The checks the model's output can fail line by line, to run as it is written."""
@@ -110,6 +131,12 @@ class Judge:
         found = {"model": line_problems, "merge": self.merge_problems}
         return self._refused(f"the model's output (stopped after its line {lines}: no ending can pass) "
                              + "; ".join(line_problems), first_difference_line(self.candidate.text, model_text), found)
+
+    def late(self, model_text: str, seconds: float) -> Outcome:
+        """The outcome where the model was stopped because writing the file took longer than `seconds`."""
+        found = {"model": [f"not finished within {seconds:g} s"], "merge": self.merge_problems}
+        return self._refused(f"the model's output (stopped after its line {model_text.count(chr(10))}: not finished "
+                             f"within {seconds:g} s)", first_difference_line(self.candidate.text, model_text), found)
 
     def _refused(self, model_says: str, line: int, found: dict[str, list[str]]) -> Outcome:
         return Outcome("refused", f"no sound result: {model_says} — and the merge " + "; ".join(self.merge_problems),

@@ -219,3 +219,14 @@ def test_every_drafting_mode_equals_plain_greedy(applier, drafting):
     spec.result()
     assert spec.tokens == plain.tokens
     assert (spec.candidate is not None) == (drafting == "merge")
+
+
+def test_the_model_writing_the_whole_file_is_bounded_in_time(applier):
+    from apply_edit.apply import ApplyRefused, ApplyRequest
+
+    request = ApplyRequest("def f():\n    return 1\n", "def f(:\n    return 2\n", language="python")
+    assert not request.judge.merge_sound  # the model has to write it
+    run = applier.stream(request, ApplyOptions(model_seconds=0.01))
+    with pytest.raises(ApplyRefused, match="not finished within 0.01 s"):
+        run.result()
+    assert run.stats.path == "refused"
