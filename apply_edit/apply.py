@@ -47,8 +47,9 @@ ACCEPTANCE = ("exact", "typical")
 # checked: a merge that passes the checks is the answer at once, the model is not run; otherwise the model
 # writes and its output is judged by the checks, and refused when it fails them (decide.py). verify: the
 # same answers, but the model also reads a sound merge and says where it departs (a whole decode, for the
-# report only). model: the model's own output, unjudged (spec == plain greedy holds for it).
-PIPELINES = ("checked", "verify", "model")
+# report only). merge: the merge where it passes the checks (its own reading of what it leaves open),
+# else refused; the model never runs. model: the model's own output, unjudged (spec == plain greedy holds).
+PIPELINES = ("checked", "verify", "merge", "model")
 
 
 class ApplyError(ValueError):
@@ -104,13 +105,15 @@ class ApplyOptions:
     typical_threshold: float = 0.3
     pipeline: str = "checked"  # applies to spec with merge drafting; other methods are the model's own output
     # The judged pipelines' bound on the model writing the whole file (where the merge is unsound): past it,
-    # the apply is refused. On the corpus's edits every whole-file rewrite that ran longer was refused in
-    # the end (12 of 12, 6-461 s, 2-core CPU, fp32); on the fixtures, none that was right took longer.
-    model_seconds: float | None = 20.0
+    # the apply is refused. It is checked between target passes, so an apply may run one pass longer
+    # (measured on the corpus with 20 s: refusals at 21-26 s). Measured there (2-core CPU, fp32): unbounded,
+    # the 12 rewrites of a first part of the report half were all refused, after 6-461 s; bounded at 20 s,
+    # the one rewrite that passed the checks took 14.8 s.
+    model_seconds: float | None = 15.0
 
     @property
     def judged(self) -> bool:
-        return self.pipeline in ("checked", "verify") and self.method == "spec" and self.drafting == "merge"
+        return self.pipeline in ("checked", "verify", "merge") and self.method == "spec" and self.drafting == "merge"
 
     def validate(self) -> None:
         if self.method not in METHODS:
@@ -229,7 +232,7 @@ class ApplyRun:
 
     @classmethod
     def sound_merge(cls, judge: Judge, stats: ApplyStats, start: float) -> ApplyRun:
-        """The `checked` pipeline's answer where the merge passes the checks: its text, no model run."""
+        """The answer without the model: the merge's text where it passes the checks, else a refusal."""
         no_blocks = (block for block in ())
         return cls(no_blocks, None, None, stats, start, candidate=judge.candidate.text, judge=judge)
 
@@ -243,6 +246,9 @@ class ApplyRun:
         elif not self.needs_model:
             self.outcome = self._judge.without_model()
             self.stats.path = self.outcome.path
+            if self.outcome.path == "refused":
+                self.stats.total_s = time.perf_counter() - self._start
+                raise ApplyRefused(self.outcome.reason)
             yield from self._emit(self._judge.candidate.text)
         elif self._judge.merge_sound:
             yield from self._verify_merge(self._judge)
@@ -357,14 +363,15 @@ def _common_lines(a: str, b: str) -> str:
 
 
 def merge_answer(request: ApplyRequest, options: ApplyOptions) -> ApplyRun | None:
-    """The `checked` pipeline's answer where the merge passes the checks: no model is needed for it, so a
-    caller can answer before loading one or waiting for one. None where the model has to write."""
+    """The answer that needs no model, so a caller can give it before loading one or waiting for one: the
+    `checked` pipeline's where the merge passes the checks and leaves nothing open for the target to decide,
+    the `merge` pipeline's always (a refusal where the merge fails them). None where the model has to run."""
     options.validate()
     request.validate()
-    if not (options.judged and options.pipeline == "checked"):
+    if not (options.judged and options.pipeline in ("checked", "merge")):
         return None
     start = time.perf_counter()
-    if not request.judge.merge_sound or request.judge.open_readings(WEIGHED):
+    if options.pipeline == "checked" and (not request.judge.merge_sound or request.judge.open_readings(WEIGHED)):
         return None
     return ApplyRun.sound_merge(request.judge, ApplyStats(method=options.method, plan_s=time.perf_counter() - start),
                                 start)

@@ -48,9 +48,10 @@ PRIOR = {"replace": 0.0, "edge": math.log(13 / 1), "scope": math.log(2 / 1)}
 WEIGHED = ("replace", "edge", "scope")
 MARGIN = 2.0  # |prior + evidence| below this (nats) decides nothing: the apply refuses
 # What one apply may ask of the target, in tokens read (prompts and answers of all its readings): beyond
-# it, refused. Reading costs about 6 ms a token here (0.5B, fp32, 2 cores): 3,000 tokens, about 18 s.
-# On the tune half a weighed reading read 230-1,300 tokens (one 8,000: a 300-line edge rewrite).
-MOST_TOKENS = 3000
+# it, refused. Measured on the corpus (0.5B, fp32, 2 cores): a reading of ~700 tokens took ~6 s, one of
+# ~3,000 took 41 s (the answers' pass grows with the context). On the tune half a weighed reading read
+# 230-1,300 tokens (one 8,000: a 300-line edge rewrite).
+MOST_TOKENS = 1500
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from .apply import METHODS, Applier, ApplyOptions
+from .apply import METHODS, Applier, ApplyError, ApplyOptions
 from .cases import EditCase
 from .decide import ApplyRefused, Judge
 from .failures import KINDS, failure_kinds
@@ -143,7 +143,13 @@ def run_case(applier: Applier | None, case: EditCase, method: str, options: Appl
     if method in LLAMA_METHODS:
         # Plain: the same prompt (it shows the merge), without building a drafting plan llama.cpp does not read.
         return _llama_record(applier, case, method, replace(options, method="plain", pipeline="model"))
-    return _record(applier.stream(case.request(), opts, proposer=proposer), case, method)
+    start = time.perf_counter()
+    try:
+        run = applier.stream(case.request(), opts, proposer=proposer)
+    except ApplyError as exc:  # the model cannot take it (too long for its context): refused, and why
+        return Record(case.name, method, time.perf_counter() - start, 0.0, 0, 0, "", False, path="refused",
+                      refused=True, reason=str(exc))
+    return _record(run, case, method)
 
 
 def new_prefix_store() -> PrefixCache:

@@ -150,7 +150,7 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
                     - duplicate_declarations(old_tree, language)})
     if twice:
         found.append(f"it declares {', '.join(f'`{n}`' for n in twice)} twice in one scope (the original does not)")
-    if changed := _changed_whole_definitions(update, result, language):
+    if changed := _changed_whole_definitions(shown, result, language):  # notes are not lines of the result
         found.append(f"it has {', '.join(f'`{n}`' for n in changed)} with other lines than the snippet shows whole")
     before = by_line.before
     if result == original and any(line not in before for line in snippet):

@@ -359,8 +359,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="checked (default, with --method spec): a merge that passes the checks at once (where "
                         "it leaves readings open that the checks do not settle, the target decides them), else "
                         "the model's output if it passes them, else refuse; verify: the same answers, the model "
-                        "also reads a sound merge and reports where it departs; model: the model's own output, "
-                        "unjudged")
+                        "also reads a sound merge and reports where it departs; merge: the merge if it passes the "
+                        "checks, else refuse, never the model; model: the model's own output, unjudged")
     p.add_argument("--model-seconds", type=float, default=ApplyOptions.model_seconds, metavar="S",
                    help="checked and verify: refuse where the model writing the whole file takes longer than S "
                         f"seconds (default {ApplyOptions.model_seconds:g}; 0: no bound)")

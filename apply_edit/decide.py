@@ -104,7 +104,10 @@ class Judge:
         return "placed without full certainty" + (f": {report.readings[0]}" if report.readings else "")
 
     def without_model(self) -> Outcome:
-        """The outcome for a sound merge that the model does not read (the `checked` pipeline)."""
+        """The outcome where the model does not run: the merge if it passes the checks, else a refusal."""
+        if not self.merge_sound:
+            return Outcome("refused", "no sound result without the model: the merge " + "; ".join(self.merge_problems),
+                           problems={"merge": self.merge_problems})
         return Outcome("merge", f"the merge ({self._sureness()}) passes the checks")
 
     def after_model(self, model_text: str, finished: bool) -> Outcome:

@@ -120,3 +120,16 @@ def test_a_session_of_edits_to_one_file_reads_what_the_earlier_ones_stored():
     assert all(by[c.name, "spec-session"].output == by[c.name, "spec-model"].output for c in (first, second))
     assert applier.target.prefix_cache is None  # the other methods ran without the store
     assert "outputs equal to spec-model's 1/1" in prefix_store_summary(records, methods)
+
+
+def test_a_case_the_model_cannot_take_is_recorded_as_refused_and_the_run_goes_on():
+    from apply_edit.apply import ApplyError, ApplyOptions
+    from apply_edit.bench import run_case
+
+    class TooLong:
+        def stream(self, request, options, proposer=None):
+            raise ApplyError("request too long for the model: 21838 prompt tokens + 10996 to write")
+
+    case = load_cases(FIXTURES, ["go_add_struct_method"])[0]
+    rec = run_case(TooLong(), case, "spec", ApplyOptions())
+    assert rec.refused and rec.path == "refused" and not rec.exact and "too long" in rec.reason

@@ -195,3 +195,10 @@ def test_no_fixtures_expected_file_is_flagged():
     flagged = {c.name: found for c in CASES
                if (found := problems(c.original, c.update, c.expected, c.language, instruction=c.instruction))}
     assert flagged == {}
+
+
+def test_a_definition_shown_whole_with_a_change_note_is_held_without_the_note():
+    original = "def f(x):\n    return x\n\n\ndef g(x):\n    return x * 2\n"
+    update = "def f(x):\n    # changed: doubled\n    return 2 * x\n\n\n# ... existing code ...\n"
+    result = original.replace("    return x\n\n", "    return 2 * x\n\n", 1)
+    assert problems(original, update, result, "python") == []

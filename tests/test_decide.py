@@ -129,3 +129,15 @@ def test_an_unsure_merge_says_which_reading_it_chose():
     judge = Judge(js, update, "javascript", merge(js, update, "javascript"))
     assert judge.without_model().reason == ("the merge (placed without full certainty: snippet line 1 "
                                             "(`// removed the old helper`) read as a note, not code) passes the checks")
+
+
+def test_the_merge_pipeline_answers_or_refuses_without_the_model():
+    from apply_edit.apply import ApplyOptions, ApplyRequest, merge_answer
+
+    sound = merge_answer(ApplyRequest(ORIGINAL, UPDATE, language="python"), ApplyOptions(pipeline="merge"))
+    assert sound.result() == MERGED and sound.stats.path == "merge" and not sound.needs_model
+    broken = merge_answer(ApplyRequest(ORIGINAL, "def area(w, h:\n    return w * h\n", language="python"),
+                          ApplyOptions(pipeline="merge"))
+    with pytest.raises(ApplyRefused, match="without the model"):
+        broken.result()
+    assert broken.stats.path == "refused" and broken.text == ""
