@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections import Counter
 
 from ..definitions import declared_twice_in
-from .snippet import _Snippet, _indent, _newline
+from .anchors import _trivial
+from .snippet import _Snippet, _indent, _newline, _width
 
 
 def _render(ops: list[tuple], snippet: _Snippet, orig: list[str], original: str, language: str
@@ -65,7 +66,9 @@ def _hunk_shifts(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict[i
     """Per hunk: how its new lines are re-indented (`_shift`). A hunk whose matched lines sit at no one
     offset (a common line matched at another depth), or that has none, takes the snippet's own offset
     where four in five of all its matched code lines agree on it (an agent's method written flush-left
-    moves every hunk alike): the offset is a fact of the snippet, measured once."""
+    moves every hunk alike): the offset is a fact of the snippet, measured once; else the offset of its
+    outermost matched lines found once in the original, where it is the snippet's most common one
+    (`_outer_shift`)."""
     matched_by_hunk: dict[int, list[tuple[str, str]]] = {}
     for op in ops:
         if op[0] == "match" and snippet.lines[op[1]].strip():
@@ -74,7 +77,10 @@ def _hunk_shifts(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict[i
     common, count = offsets.most_common(1)[0] if offsets else (None, 0)
     overall = common if common not in (None, ("", "")) and count >= 2 and count >= 0.8 * sum(offsets.values()) else None
     shifts = {h: _shift(p) for h, p in matched_by_hunk.items()}
-    own = {h: shifts.get(h) or overall for h in set(snippet.hunk_of)}
+    once = Counter(line.strip() for line in orig)
+    outer = {h: _outer_shift([(s, o) for s, o in p if once[o.strip()] == 1 and not _trivial(o.strip())], common)
+             for h, p in matched_by_hunk.items()}
+    own = {h: shifts.get(h) or overall or outer.get(h) for h in set(snippet.hunk_of)}
     return {h: None if shift == ("", "") else shift for h, shift in own.items()}
 
 
@@ -95,6 +101,19 @@ def _shift(hunk_pairs: list[tuple[str, str]]) -> tuple[str, str] | None:
     None where they do not."""
     shifts = {_offset(s_line, o_line) for s_line, o_line in hunk_pairs}
     return shifts.pop() if len(shifts) == 1 else None  # ("", ""): the snippet's own indentation
+
+
+def _outer_shift(hunk_pairs: list[tuple[str, str]], usual: tuple[str, str] | None) -> tuple[str, str] | None:
+    """The offset of a hunk's outermost matched lines (of those given: lines found once in the original),
+    where they agree on one and it is the snippet's `usual` (most common) offset: where a re-indented hunk
+    sits is said by its outermost code (a method's header); deeper lines at other offsets are what the edit
+    moved (a nested `with` made one). A hunk at an offset the rest of the snippet does not share is one
+    the edit moved (wrapped in a new block), not a re-indented one."""
+    if not hunk_pairs:
+        return None
+    outermost = min(_width(s_line) for s_line, _ in hunk_pairs)
+    shift = _shift([(s_line, o_line) for s_line, o_line in hunk_pairs if _width(s_line) == outermost])
+    return shift if shift == usual else None
 
 
 def _without_replaced_declarations(lines: list[tuple[str, int | None]], original: str, language: str

@@ -1,6 +1,6 @@
 """Turning the alignment into text (`apply_edit.merge.render`)."""
 
-from apply_edit.merge.render import (_join, _render, _shift, _without_blank_insertions,
+from apply_edit.merge.render import (_join, _outer_shift, _render, _shift, _without_blank_insertions,
                                      _without_replaced_declarations, _written_lines)
 from apply_edit.merge.snippet import _parse_snippet, split_lines
 
@@ -50,3 +50,12 @@ def test_render_returns_the_text_origins_and_the_replaced_lines():
     ops = [("ins", 0), ("keep", 0, False), ("keep", 1, False)]
     assert _render(ops, snippet, split_lines(original), original, "javascript") == \
         ("const limit = 10;\nrun(limit);\n", [None, 1], [0])
+
+
+def test_a_hunk_whose_lines_moved_by_the_edit_sits_where_its_outermost_lines_say():
+    # A method written flush-left whose nested `with` the edit made one: its header is 4 deeper in the
+    # file, the lines the edit moved are not.
+    pairs = [("def f(self):\n", "    def f(self):\n"), ("        x,\n", "            x,\n"), ("    ):\n", "            ):\n")]
+    assert _shift(pairs) is None
+    assert _outer_shift(pairs[:1], ("", "    ")) == ("", "    ")
+    assert _outer_shift(pairs[:1], ("", "")) is None  # the rest of the snippet is not re-indented: the edit moved it
