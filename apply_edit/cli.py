@@ -158,9 +158,14 @@ def cmd_apply(args) -> int:
     if stats.path:
         where = f", departed from the merge at line {stats.disagreement_line}" if stats.disagreement_line else ""
         _log(f"path: {stats.path}{where}")
+    for verdict in stats.verdicts:
+        _log(f"target: {verdict}")
     engine = stats.decode
     if stats.path == "merge" and not engine.target_passes:
         _log(f"answered by the merge in {stats.total_s:.2f}s; the model did not run")
+    elif stats.readings_weighed and not engine.target_passes:
+        _log(f"the target read {stats.arbiter_tokens} tokens in {stats.arbiter_s:.2f}s to decide what the merge left "
+             f"open; {stats.total_s:.2f}s in all")
     else:
         _log(f"{stats.method}: {engine.new_tokens} tokens in {stats.total_s:.2f}s (first text after "
              f"{stats.ttft_s:.2f}s), {engine.target_passes} target passes, {engine.tokens_per_pass:.1f} tokens/pass, "
@@ -324,6 +329,15 @@ def cmd_corpus_report(args) -> int:
     return main_report(Path(args.records), Path(args.corpus), args.method)
 
 
+def cmd_corpus_readings(args) -> int:
+    from .corpus.readings import main_readings
+
+    folder = Path(args.cases)
+    if not folder.is_dir():
+        raise CliError(f"{folder} is not a directory")
+    return main_readings(_load_applier(args), folder, Path(args.json) if args.json else None)
+
+
 def cmd_model_fetch(args) -> int:
     from .models.registry import MODELS, ProvisioningError, provision
 
@@ -465,6 +479,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--corpus", default="corpus", help="the corpus build (default: ./corpus)")
     r.add_argument("--method", help="only this bench method")
     r.set_defaults(func=cmd_corpus_report)
+    w = csub.add_parser("readings", help="the target's evidence on every reading the merge leaves open, per kind "
+                                         "(what arbiter.PRIOR and WEIGHED are measured from)")
+    w.add_argument("cases", help="a directory of case folders (a corpus half: corpus/tune)")
+    w.add_argument("--json", help="write one record per reading here")
+    _add_model_args(w)
+    w.set_defaults(func=cmd_corpus_readings)
 
     p = sub.add_parser("model", help="manage models")
     msub = p.add_subparsers(dest="model_command", required=True)

@@ -212,3 +212,15 @@ def test_the_shipped_manifest_pins_permissive_releases_of_many_languages():
     assert all(len(r.sha256) == 64 and int(r.sha256, 16) >= 0 and len(p.releases) >= 2
                for p in projects for r in p.releases)
     assert len({language for row in rows for language in row["languages"]}) >= 10
+
+
+def test_the_readings_summary_counts_per_kind_which_way_was_right_and_whether_the_evidence_agreed():
+    from apply_edit.corpus.readings import summary
+
+    records = [{"kind": "edge", "right": "other", "evidence": 9.0}, {"kind": "edge", "right": "other", "evidence": -1.0},
+               {"kind": "header", "right": "merge", "evidence": -20.0}, {"kind": "header", "right": "neither",
+                                                                        "evidence": 3.0}]
+    rows = {line.split()[0]: line.split() for line in summary(records)[1:]}
+    assert rows["edge"] == ["edge", "2", "0", "2", "0", "1", "of", "2"]
+    assert rows["header"] == ["header", "2", "1", "0", "1", "1", "of", "1"]
+    assert rows["note"][1] == "0"

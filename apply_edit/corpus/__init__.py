@@ -6,5 +6,7 @@ changed from one release to the next and cuts each file's diff into edits: a few
 the older file (`edits`). A seeded snippet writer turns each edit into the lazy snippet an agent would
 write for it, in one of several styles (`snippets`). Cases are split by project into a tuning half and a
 report half, and written as fixture folders (`original.<ext>`, `update.<ext>`, `expected.<ext>`,
-optional `instruction.txt`) with a `source.json` saying where the edit came from.
+optional `instruction.txt`) with a `source.json` saying where the edit came from. `report` gives a bench
+run's figures per language and style; `readings` measures the target's evidence on the readings the merge
+leaves open, per kind (what `arbiter.PRIOR` and `arbiter.WEIGHED` come from).
 """
