@@ -83,7 +83,7 @@ class Judge:
                 continue
             if n not in self._other_ways:
                 other = self.candidate.reread([reading])
-                self._other_ways[n] = other if other != self.candidate.text and not self._problems(other) else None
+                self._other_ways[n] = other if other != self.candidate.text and self.sound(other) else None
             if self._other_ways[n] is not None:
                 found.append((reading, self._other_ways[n]))
         return found
@@ -137,9 +137,10 @@ class Judge:
 
     def late(self, model_text: str, seconds: float) -> Outcome:
         """The outcome where the model was stopped because writing the file took longer than `seconds`."""
+        lines = model_text.count("\n")
         found = {"model": [f"not finished within {seconds:g} s"], "merge": self.merge_problems}
-        return self._refused(f"the model's output (stopped after its line {model_text.count(chr(10))}: not finished "
-                             f"within {seconds:g} s)", first_difference_line(self.candidate.text, model_text), found)
+        return self._refused(f"the model's output (stopped after its line {lines}: not finished within {seconds:g} s)",
+                             first_difference_line(self.candidate.text, model_text), found)
 
     def _refused(self, model_says: str, line: int, found: dict[str, list[str]]) -> Outcome:
         return Outcome("refused", f"no sound result: {model_says} — and the merge " + "; ".join(self.merge_problems),
