@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -51,16 +52,12 @@ def _options(args, method: str | None = None) -> ApplyOptions:
 
 
 def _read_text(path: str, what: str) -> str:
-    from .cases import read_text
+    from .files import NotTextFile, read_user_text
 
     try:
-        return sys.stdin.read() if path == "-" else read_text(Path(path))
-    except FileNotFoundError:
-        raise CliError(f"{what} {path} does not exist")
-    except IsADirectoryError:
-        raise CliError(f"{what} {path} is a directory")
-    except UnicodeDecodeError:
-        raise CliError(f"{what} {path} is not UTF-8 text")
+        return sys.stdin.read() if path == "-" else read_user_text(Path(path), what)
+    except NotTextFile as exc:
+        raise CliError(str(exc)) from None
 
 
 class Progress:
@@ -116,6 +113,13 @@ def cmd_apply(args) -> int:
     update = _read_text(args.update, "update snippet")
     if args.in_place and args.file == "-":
         raise CliError("--in-place needs a file path, not stdin")
+    if args.in_place:
+        from .in_place import NotWritten, check_writable
+
+        try:
+            check_writable(path, force=args.force)  # before the work, not after
+        except NotWritten as exc:
+            raise CliError(str(exc)) from exc
     before = fingerprint(path) if args.in_place else None
     request = ApplyRequest(original, update, args.instruction or "", args.language or "", str(path))
     # Text streams to a terminal at once; into a pipe or file only once it is final, so that a refusal
@@ -154,7 +158,8 @@ def cmd_apply(args) -> int:
                                     judged=bool(stats.path), force=args.force)
         except NotWritten as exc:
             raise CliError(str(exc)) from exc
-        _log(f"wrote {path}" if wrote else "no change; file left as it was")
+        written = f"{os.path.realpath(path)} (through the link {path})" if path.is_symlink() else path
+        _log(f"wrote {written}" if wrote else "no change; file left as it was")
     if stats.path:
         where = f", departed from the merge at line {stats.disagreement_line}" if stats.disagreement_line else ""
         _log(f"path: {stats.path}{where}")
@@ -397,7 +402,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--language", help="language name (default: from the file extension)")
     p.add_argument("-i", "--in-place", action="store_true", help="rewrite FILE atomically; show progress and a diff")
     p.add_argument("--force", action="store_true",
-                   help="with -i: write even when the result does not parse or drops much of the file")
+                   help="with -i: write even a read-only file, or a result that does not parse or drops much "
+                        "of the file")
     p.add_argument("--method", default="spec", choices=METHODS)
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--top-p", type=float, default=1.0)

@@ -1,4 +1,6 @@
-"""Writing a user's file safely: all or nothing, never half-written."""
+"""A user's file, read and rewritten safely: only regular text files are read (never a blocking read of a
+FIFO), and a rewrite is all or nothing, lands on the file a link names, and keeps its mode, owner and
+hard links."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import hashlib
 import os
 import re
 import socket
+import stat
 import tempfile
 from pathlib import Path
 
@@ -17,6 +20,61 @@ _TEMP = re.compile(r"^\..+\.(?P<host>[^./]+)-(?P<pid>\d+)\.[^./]+" + re.escape(T
 
 class FileChangedError(RuntimeError):
     """The file changed on disk while it was being rewritten."""
+
+
+class RestoreFailed(RuntimeError):
+    """A write through a hard-linked file failed and so did putting its original back: the message says
+    where the copy of the original is."""
+
+
+class NotTextFile(ValueError):
+    """What a path names is not a regular UTF-8 text file (missing, a directory, a FIFO, binary...)."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_user_text(path: Path, what: str = "file") -> str:
+    """The text of the regular UTF-8 file `path` names (through symlinks), line endings kept exactly.
+
+    Anything else is a `NotTextFile` saying what it is, at once: the file is opened non-blocking and
+    checked before it is read, so a FIFO never blocks; a NUL byte means binary."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise NotTextFile(f"{what} {path} is a symlink to {os.readlink(path)}, which does not exist") from None
+        raise NotTextFile(f"{what} {path} does not exist") from None
+    except IsADirectoryError:
+        raise NotTextFile(f"{what} {path} is a directory") from None
+    except OSError as exc:
+        raise NotTextFile(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise NotTextFile(f"{what} {path} is a directory")
+        raise NotTextFile(f"{what} {path} is {_kind(mode)}, not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        data = f.read()
+    if b"\0" in data:
+        raise NotTextFile(f"{what} {path} is binary (it holds NUL bytes), not text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotTextFile(f"{what} {path} is not UTF-8 text") from None
+
+
+def is_read_only(path: Path) -> bool:
+    """No write bit set on the file `path` names: editors refuse to write it unless forced, and so do we,
+    whoever runs the command (root may write anything, but the bits say the owner wants it left alone)."""
+    return not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
 
 
 def fingerprint(path: Path) -> tuple[int, str]:
@@ -76,17 +134,26 @@ def remove_stale_temps(directory: Path) -> list[Path]:
 
 
 def write_atomic(path: Path, text: str, expect: tuple[int, str] | None = None) -> None:
-    """Replace `path` with `text` (UTF-8, line endings as given) atomically.
+    """Replace the file `path` names with `text` (UTF-8, line endings as given), all or nothing.
 
-    A temp file in the same directory is written, fsynced, given the original's mode (a new file gets
-    what open() would give it: 0o666 less the umask, not mkstemp's 0o600), and renamed over the
-    original; on any failure it is removed and the original is untouched. With `expect`, refuse if the
-    file's fingerprint no longer matches (someone else changed it meanwhile). Leftovers of killed writers
-    in the directory are removed first (`remove_stale_temps`).
+    A symlink is followed: its target is rewritten and the link stays a link. A file is normally replaced
+    by a temp file in its directory, written, fsynced, given the original's mode and (where this process
+    may set them) owner and group, and renamed over it; a new file gets what open() would give it (0o666
+    less the umask, not mkstemp's 0o600). A file with other hard links is rewritten through its inode
+    instead, so that every name sees the edit (`_write_through`). On any failure the original is left as
+    it was. With `expect`, refuse if the file's fingerprint no longer matches (someone else changed it
+    meanwhile). Leftovers of killed writers in the directory are removed first (`remove_stale_temps`).
     """
-    path = Path(path)
+    path = Path(os.path.realpath(path))
     remove_stale_temps(path.parent)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and st.st_nlink > 1:
+        _check_unchanged(path, expect)
+        _write_through(path, text.encode("utf-8"))
+        return
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{host_name()}-{os.getpid()}.",
                                suffix=TEMP_SUFFIX)
     try:
@@ -94,14 +161,10 @@ def write_atomic(path: Path, text: str, expect: tuple[int, str] | None = None) -
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        if expect is not None:
-            try:
-                now = fingerprint(path)
-            except FileNotFoundError:
-                raise FileChangedError(f"{path} was removed during the rewrite; nothing was written") from None
-            if now != expect:
-                raise FileChangedError(f"{path} changed on disk during the rewrite; nothing was written")
+        if st is not None:
+            _keep_owner(tmp, st)
+        os.chmod(tmp, st.st_mode & 0o7777 if st is not None else 0o666 & ~_umask())
+        _check_unchanged(path, expect)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -109,10 +172,71 @@ def write_atomic(path: Path, text: str, expect: tuple[int, str] | None = None) -
         except FileNotFoundError:
             pass
         raise
-    # Make the rename itself durable. Best effort: the file is already replaced, so a failure here must not
-    # be reported as "nothing was written" (and some filesystems refuse to fsync a directory at all).
+    _sync_directory(path.parent)
+
+
+def _check_unchanged(path: Path, expect: tuple[int, str] | None) -> None:
+    if expect is None:
+        return
     try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
+        now = fingerprint(path)
+    except FileNotFoundError:
+        raise FileChangedError(f"{path} was removed during the rewrite; nothing was written") from None
+    if now != expect:
+        raise FileChangedError(f"{path} changed on disk during the rewrite; nothing was written")
+
+
+def _keep_owner(tmp: str, st: os.stat_result) -> None:
+    """The temp file takes the original's owner and group, or its group alone (a member may set that), or
+    neither: a user rewriting a file they may write but do not own ends up owning it, as with any editor."""
+    for uid in (st.st_uid, -1):
+        try:
+            os.chown(tmp, uid, st.st_gid)
+            return
+        except OSError:
+            continue
+
+
+def _write_through(path: Path, data: bytes) -> None:
+    """Rewrite a hard-linked file in place, through its inode, so that every name sees the edit.
+
+    The original's bytes are first copied beside it (`.<name>.<host>-<pid>.apply-edit.orig`, fsynced), and
+    that copy is removed only once the new bytes are durable: a crash mid-write leaves it there to restore
+    from. A write that fails puts the original's bytes back."""
+    original = path.read_bytes()
+    fd, backup = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{host_name()}-{os.getpid()}.",
+                                  suffix=".apply-edit.orig")
+    with os.fdopen(fd, "wb") as f:
+        f.write(original)
+        f.flush()
+        os.fsync(f.fileno())
+    _sync_directory(path.parent)
+    try:
+        _overwrite(path, data)
+    except BaseException:
+        try:
+            _overwrite(path, original)
+        except OSError as exc:
+            raise RestoreFailed(f"{path} could not be rewritten nor restored ({exc.strerror or exc}); "
+                                f"its original is in {backup}") from None
+        os.unlink(backup)
+        raise
+    os.unlink(backup)
+
+
+def _overwrite(path: Path, data: bytes) -> None:
+    with open(path, "r+b") as f:
+        f.write(data)
+        f.truncate()
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make a rename or new entry durable. Best effort: the file is already replaced, so a failure here must
+    not be reported as "nothing was written" (and some filesystems refuse to fsync a directory at all)."""
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
         finally:

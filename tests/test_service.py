@@ -318,6 +318,44 @@ def test_sigterm_drains_in_flight_requests_and_refuses_new_ones(small_edit):
         proc.kill()
 
 
+def test_sigterm_delivered_to_a_worker_thread_still_drains_and_stops(target):
+    """The kernel may hand a process's signal to any thread; Python handles it only when the main thread runs
+    Python again, so `wait` must wake on its own (issue 42: a server stayed up 9 minutes after SIGTERM)."""
+    import signal
+
+    heard = []
+    server = ApplyServer("smollm2-135m", port=0, log=lambda msg: heard.append((time.monotonic(), msg)))
+    server.start()
+    server.load_model(target)
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    watchdog = threading.Timer(30, server.stop, kwargs={"grace": 0})  # a failure must not hang the suite
+    try:
+        server.stop_on_signals()
+        channel = connect(f"127.0.0.1:{server.port}", wait_s=30)
+        in_flight = apply_call(channel, CASE.request(), ApplyOptions(method="plain", max_new_tokens=40))
+        first = next(in_flight)
+        rest = []
+        reader = threading.Thread(target=lambda: rest.extend(in_flight))
+        reader.start()
+        worker = next(t for t in threading.enumerate() if t.name.startswith("ThreadPoolExecutor"))
+        sent = time.monotonic()
+        threading.Timer(0.2, signal.pthread_kill, args=(worker.ident, signal.SIGTERM)).start()
+        watchdog.start()
+        server.wait()  # the main thread waits as `serve` does
+        reader.join(timeout=30)
+        assert watchdog.is_alive(), "SIGTERM to a worker thread was not heard: the watchdog stopped the server"
+        when = next(t for t, msg in heard if msg.startswith("signal"))
+        assert when - sent < 1.5  # 0.2 s before the kill, then at most one poll
+        # Drained, not cut: the request in flight ends with its stats.
+        assert rest and rest[-1].HasField("stats") and rest[-1].tokens == rest[-1].stats.new_tokens
+        assert first.text + "".join(r.text for r in rest)
+    finally:
+        watchdog.cancel()
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        server.stop(0)
+
+
 def test_warm_reads_a_file_ahead_so_its_apply_prefills_only_the_rest(server, channel):
     from apply_edit.service.client import warm
 

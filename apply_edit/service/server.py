@@ -35,6 +35,10 @@ from .servicer import SERVICE, ApplyEditServicer
 MiB = 1 << 20
 
 
+# How soon the main thread notices a signal that a worker thread received.
+SIGNAL_POLL_S = 0.25
+
+
 class ApplyServer:
     def __init__(self, model: str, host: str = "127.0.0.1", port: int = 50051, dtype: str | None = None,
                  max_queue: int = 8, k: int = ApplyOptions.k, metrics_port: int | None = None,
@@ -150,7 +154,10 @@ class ApplyServer:
         self._stopped.set()
 
     def wait(self) -> None:
-        self._stopped.wait()
+        """Block until stopped. The wait wakes every so often: a signal the kernel delivers to a worker thread
+        is only handled once the main thread runs Python again, and a wait with no timeout never does."""
+        while not self._stopped.wait(SIGNAL_POLL_S):
+            pass
 
     def stop_on_signals(self) -> None:
         def handle(signum, frame):
