@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections import Counter
 
 from .definitions import definitions, duplicate_declarations, snippet_definitions
-from .instruction import code_text, deletion_notes, names_to_remove, noted_names, uses, without_comment_lines
+from .instruction import (code_text, deletion_notes, names_to_remove, noted_names, uses, without_change_notes,
+                          without_comment_lines)
 from .merge import code_lines, is_marker, marker_keys, merge
 from .regions import parse_errors, parser_for
 
@@ -77,7 +78,10 @@ class LineChecks:
         # Marker comments, and the lines the snippet itself uses as markers (a bare `...`).
         self.as_markers = marker_keys(original, update, language)
         update_lines = update.split("\n")
-        self.note_lines = Counter(update_lines[n].strip() for n in notes)
+        # A note on a code line (`x = 1  # changed: was 0`) is no more a part of the result than one alone.
+        noted_code = [line for line, clean in zip(update_lines, without_change_notes(original, update, language)
+                                                  .split("\n")) if line != clean]
+        self.note_lines = Counter([update_lines[n].strip() for n in notes] + [line.strip() for line in noted_code])
         self.noted = noted_names(notes)
         self.names = names_to_remove(instruction, update, language, original) | self.noted
         self.written: Counter[str] = Counter()  # the result's lines fed so far (`code_lines`)
@@ -113,7 +117,7 @@ class LineChecks:
         if markers := sum(n for line, n in new.items() if is_marker(line) or line in self.as_markers):
             found.append(f"it writes {markers} marker line(s) (`... existing code ...`) the original does not have")
         if written_notes := sum(((self.written & self.note_lines) - self.before).values()):
-            found.append(f"it writes {written_notes} note(s) of what the snippet removes (`// removed ...`) as code")
+            found.append(f"it writes {written_notes} of the snippet's note(s) (`// removed ...`, `// changed: ...`) as code")
         if self.kept:
             found.append(f"it still has {', '.join(f'`{n}`' for n in sorted(self.kept))}, which the instruction or "
                          "a note in the snippet asks to remove")
@@ -126,7 +130,7 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     the merge candidate's text when the caller has it (it tells which original lines the snippet keeps)."""
     found = []
     notes = deletion_notes(original, update, language)
-    update_lines = update.split("\n")
+    update_lines = without_change_notes(original, update, language).split("\n")
     shown = "\n".join(line for n, line in enumerate(update_lines) if n not in notes)
     snippet = [line for line in code_lines(shown) if not is_marker(line) and line not in ("...", "…")]
     have = code_lines(result)

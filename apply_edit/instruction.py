@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from .definitions import definitions
-from .languages import code_of, spec_of
+from .languages import STRING_LITERAL, code_of, spec_of
 
 # "remove `x`", "drop the deprecated x", "stop depending on x", "no longer use x" and their like.
 _REMOVE_VERB = re.compile(
@@ -33,9 +33,10 @@ _WAS_REMOVED = re.compile(r"`?([A-Za-z_][\w.:]*)`?\s+(?:was|were|has been|have b
 _CODE_NAME = re.compile(r"[._:]|[a-z][A-Z]|^[^\w]+$")
 
 
-# A comment that starts "removed"/"deleted"/"dropped" or ends so: `// removed deprecated foo() and bar()`,
-# `# old_helper deleted`.
-_NOTE = re.compile(r"^(?:removed|deleted|dropped)\b|\b(?:removed|deleted|dropped)\W*$", re.IGNORECASE)
+# A comment that starts "removed"/"deleted"/"dropped", or whose first clause ends so: `// removed deprecated
+# foo() and bar()`, `# old_helper deleted`, `// foo() removed: use bar()`, `-- x removed (unused)`.
+_NOTE = re.compile(r"^(?:removed|deleted|dropped)\b|\b(?:removed|deleted|dropped)\s*(?:[:;(\u2014\u2013]|\W*$)",
+                   re.IGNORECASE)
 _NAME = re.compile(r"[A-Za-z_][\w.:]*[\w]")
 # A note of what the snippet changes, addressed to whoever applies it: `// changed: ...`, `# updated`,
 # `// NEW: retry on timeout`. A word and then a colon or nothing: a comment that goes on as a sentence
@@ -52,6 +53,38 @@ def _comment_body(line: str, language: str) -> str | None:
             body = key[len(start):].strip()
             return body[:-2].strip() if start == "/*" and body.endswith("*/") else body
     return None
+
+
+def _trailing_comment(line: str, language: str) -> int | None:
+    """Where a comment after code on `line` starts (its opening token, after whitespace), else None."""
+    spec = spec_of(language)
+    starts = spec.line_comments + (("/*",) if spec.block_comments else ())
+    masked = STRING_LITERAL.sub(lambda m: "x" * len(m[0]), line)  # a `//` inside a string opens nothing
+    found = [m.start(1) for start in starts for m in re.finditer(r"\S\s+(" + re.escape(start) + ")", masked)]
+    return min(found) if found else None
+
+
+def without_change_notes(original: str, update: str, language: str) -> str:
+    """The snippet with its notes on code lines taken off: `foo();  // NEW: retry on timeout`,
+    `x = 1  # changed: was 0`, `bar() // removed the fallback`. Agents mark what they changed that way;
+    the note is addressed to whoever applies the edit, not a part of the line (the form is
+    `_CHANGE_NOTE`'s or `_NOTE`'s, as for a note on its own line). A line the original has as it is
+    (its own comment) stays whole."""
+    original_lines = None
+    lines = update.split("\n")
+    for n, line in enumerate(lines):
+        at = _trailing_comment(line, language)
+        if at is None:
+            continue
+        body = line[at:].lstrip("/#-;*").strip()
+        body = body[:-2].rstrip() if body.endswith("*/") else body
+        if not (_CHANGE_NOTE.match(body) or _NOTE.match(body)):
+            continue
+        if original_lines is None:
+            original_lines = {o.strip() for o in original.split("\n")}
+        if line.strip() not in original_lines:
+            lines[n] = line[:at].rstrip() + ("\r" if line.endswith("\r") else "")
+    return "\n".join(lines)
 
 
 def without_comment_lines(text: str, language: str) -> str:

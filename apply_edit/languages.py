@@ -32,13 +32,14 @@ TABLE = (
     Language("rust", (".rs",), True, **_C_STYLE),
     Language("java", (".java",), True, **_C_STYLE),
     Language("c", (".c", ".h"), True, **_C_STYLE),
-    Language("cpp", (".cc", ".cpp", ".hpp"), True, **_C_STYLE),
+    Language("cpp", (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".inl"), True, **_C_STYLE),
     Language("csharp", (".cs",), True, **_C_STYLE),
     Language("kotlin", (".kt",), True, **_C_STYLE),
     Language("swift", (".swift",), True, **_C_STYLE),
     Language("ruby", (".rb",), True, **_HASH),
     Language("php", (".php",), True, line_comments=("//", "#"), block_comments=True),
     Language("bash", (".sh",), True, **_HASH),
+    Language("lua", (".lua",), True, line_comments=("--",)),
     Language("css", (".css",), block_comments=True),
     Language("html", (".html",)),
     Language("markdown", (".md",)),
@@ -58,7 +59,7 @@ def language_of(path: str | None) -> str:
     return _BY_EXTENSION.get(PurePath(path).suffix.lower(), "") if path else ""
 
 
-_STRING = re.compile(r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`(?:\\.|[^`\\])*`""")
+STRING_LITERAL = re.compile(r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|`(?:\\.|[^`\\])*`""")
 # A language not in the table: `//` and `#` comments, but `#` before a name or `[` is code (`#private`, `#[attr]`).
 _UNKNOWN = Language("", (), line_comments=("//", "#"), block_comments=True)
 
@@ -73,7 +74,7 @@ def code_of(language: str):
     code in JavaScript's `#private` and in regular expressions, `//` is Python's floor division)."""
     starts = spec_of(language).line_comments
     if not starts:
-        return lambda line: _STRING.sub("", line.strip()).rstrip()
+        return lambda line: STRING_LITERAL.sub("", line.strip()).rstrip()
     hash_code = r"(?![\w\[])" if language not in BY_NAME else ""
     comment = re.compile("(?:" + "|".join(re.escape(s) + (hash_code if s == "#" else "") for s in starts) + ").*$")
-    return lambda line: comment.sub("", _STRING.sub("", line.strip())).rstrip()
+    return lambda line: comment.sub("", STRING_LITERAL.sub("", line.strip())).rstrip()

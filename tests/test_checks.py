@@ -137,7 +137,7 @@ def test_a_bare_ellipsis_the_snippet_uses_as_a_marker_is_a_marker_in_the_result_
                     "class P:\n    def f(self):\n        ...\n\n    def g(self):\n        ...\n", "python") == []
     js = "function old() {\n  return 1;\n}\n\nfunction keep() {\n  return 2;\n}\n"
     note = "// removed old()\n\nfunction keep() {\n  return 2;\n}\n"
-    assert "it writes 1 note(s) of what the snippet removes (`// removed ...`) as code" in problems(
+    assert "it writes 1 of the snippet's note(s) (`// removed ...`, `// changed: ...`) as code" in problems(
         js, note, "// removed old()\n\nfunction keep() {\n  return 2;\n}\n", "javascript")
 
 

@@ -690,6 +690,34 @@ def test_a_change_note_is_not_code_and_a_note_before_the_first_line_deletes_the_
     assert "    # Updated when the user logs in\n" in comment.text
 
 
+def test_a_note_on_a_code_line_is_not_a_part_of_the_line():
+    js = "function run(opts) {\n  const url = opts.url;\n  return fetch(url, { retries: 0 }); // the only call\n}\n"
+    update = ("function run(opts) {\n  const url = opts.url || DEFAULT; // changed: fall back to DEFAULT\n"
+              "  return fetch(url, { retries: 0 }); // the only call\n}\n")
+    expected = js.replace("opts.url;", "opts.url || DEFAULT;")
+    assert merge(js, update, "javascript").text == expected
+    assert problems(js, update, expected, "javascript") == []
+    # Written with its note, the line is a note written as code; a comment of the original's stays whole.
+    noted = js.replace("opts.url;", "opts.url || DEFAULT; // changed: fall back to DEFAULT")
+    assert "it writes 1 of the snippet's note(s) (`// removed ...`, `// changed: ...`) as code" in problems(
+        js, update, noted, "javascript")
+    # `# NEW` on a Python line, and `--` in Lua, whose comments are not C's.
+    py = "def f():\n    return 1\n"
+    assert merge(py, "def f():\n    return 2  # NEW\n", "python").text == "def f():\n    return 2\n"
+    lua = "local function f()\n   return 1\nend\n"
+    assert merge(lua, "local function f()\n   return 2 -- changed: two\nend\n", "lua").text == lua.replace("1", "2")
+    # A comment that describes the code, and a `//` inside a string, are the line's own.
+    kept = 'const a = "x // NEW: y"; // Updated when the user logs in\n'
+    assert merge("const a = 1;\n", kept, "javascript").text == kept
+
+
+def test_a_note_that_says_what_was_removed_and_why_is_a_note():
+    kt = ("class G {\n  fun a() = 1\n\n  fun check() {\n    require(true)\n  }\n\n  fun b() = 2\n}\n")
+    update = "class G {\n  fun a() = 1\n\n  // check() removed: redundant with the schema\n\n  fun b() = 2\n}\n"
+    expected = "class G {\n  fun a() = 1\n\n  fun b() = 2\n}\n"
+    assert merge(kt, update, "kotlin").text == expected
+
+
 def test_a_marker_that_leaves_a_block_keeps_the_blocks_end_and_its_siblings():
     js = ("class Cache {\n\tget(key) {\n\t\tconst hit = this.lookup(key);\n\t\tif (hit !== undefined) {\n"
           "\t\t\treturn hit;\n\t\t}\n\t\tlet value = this.make(key);\n\t\tfor (const hook of this.hooks) {\n"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..definitions import definitions, snippet_definitions
-from ..instruction import names_to_remove, noted_names
+from ..instruction import names_to_remove, noted_names, without_change_notes
 from ..languages import code_of
 from .align import _align
 from .anchors import _attached_lines, _comment_line
@@ -48,6 +48,7 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
           notes_as_code: frozenset[int] = frozenset()) -> MergeCandidate:
     """The merge of `update` into `original`; `instruction` only says which names it removes.
     `notes_as_code`: snippet lines (0-based) that read as deletion notes, to be read as code instead."""
+    update = without_change_notes(original, update, language)
     orig, update_lines, counts, snippet, notes = _read(original, update, language, notes_as_code)
     names = names_to_remove(instruction, update, language, original) | noted_names(notes)
     in_snippet, in_original = [], []
