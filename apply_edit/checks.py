@@ -13,6 +13,9 @@ Each is a property every correct apply has, whoever wrote the result (the model 
 - a code name the instruction or a deletion note asks to remove ("drop the deprecated
   `http.CloseNotifier`", "x was removed", `// removed foo()`) is gone from its code, unless the
   snippet's code uses that name (comments do not count);
+- each run of original lines it deletes has the snippet's evidence (shown around without it, edited at
+  a marker, removed by name, or inside a definition shown whole: `merge.evidence`), placement-free, so
+  that a merge that places a hunk wrongly and deletes code a marker keeps is refused, not trusted;
 - it is not the original unchanged while the snippet shows lines the original lacks, or while an
   instruction asks for an edit the snippet does not show;
 - it keeps the original's lines the snippet does not remove: no more than `MAX_DROPPED` of them go
@@ -27,7 +30,7 @@ from collections import Counter
 from .definitions import definitions, duplicate_declarations, snippet_definitions
 from .instruction import (code_text, deletion_notes, names_to_remove, noted_names, uses, without_change_notes,
                           without_comment_lines)
-from .merge import code_lines, is_marker, marker_keys, merge
+from .merge import code_lines, is_marker, marker_keys, merge, unexplained_deletions
 from .regions import parse_errors, parser_for
 
 MAX_DROPPED = 0.2
@@ -161,6 +164,9 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
         found.append("it is the original unchanged, but the snippet shows lines the original does not have")
     elif result == original and instruction.strip() and all(line in before for line in snippet):
         found.append("it is the original unchanged, but the instruction asks for an edit")
+    if unexplained := unexplained_deletions(original, update, result, language, instruction):
+        found.append(f"it deletes {sum(run.count for run in unexplained)} line(s) the snippet keeps under a marker, "
+                     f"from {unexplained[0]}")
     kept = Counter(code_lines(kept_by_merge if kept_by_merge is not None else merge(original, update, language, instruction).text))
     dropped = sum(((before & kept) - Counter(have)).values())
     total = sum(before.values())

@@ -16,7 +16,9 @@ whose docstring states the rules it implements:
 - `twins`: alignments again with lines shown as context matched to their twins;
 - `render`: the final ops as the candidate's text;
 - `doubts`: where the snippet allows another reading than the one the ops took;
-- `report`: how each hunk was placed, what was deleted, what was kept outside a marker's scope.
+- `report`: how each hunk was placed, what was deleted, what was kept outside a marker's scope;
+- `evidence`: a second reading of any result, placement-free: each run of lines it deletes must have the
+  snippet's evidence (the checks refuse a result that deletes code a marker keeps).
 
 Names with a leading underscore are the package's own: its modules share them, callers do not.
 """
@@ -32,6 +34,7 @@ from .align import _align
 from .anchors import _attached_lines, _comment_line
 from .blocks import _block_ends, _bracket_ends, _indented_block_ends
 from .doubts import doubts
+from .evidence import UnexplainedRun, unexplained_deletions
 from .pairs import _apart, _keep_between_whole_definitions, _pairs
 from .removals import _removed_lines
 from .render import _render
@@ -40,8 +43,8 @@ from .report import HunkPlacement, MergeCandidate, MergeReport, Reading, _report
 from .snippet import _read, _width, code_lines, is_marker, marker_keys, split_lines
 from .twins import _closing_twins, _kept_twins, _realigned, _resumed_lines, _resuming_runs, _rewritten_comment_ends
 
-__all__ = ["HunkPlacement", "MergeCandidate", "MergeReport", "Reading", "code_lines", "is_marker", "marker_keys", "merge",
-           "split_lines"]
+__all__ = ["HunkPlacement", "MergeCandidate", "MergeReport", "Reading", "UnexplainedRun", "code_lines", "is_marker",
+           "marker_keys", "merge", "split_lines", "unexplained_deletions"]
 
 
 def merge(original: str, update: str, language: str = "", instruction: str = "",
