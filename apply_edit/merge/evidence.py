@@ -14,7 +14,9 @@ replaces whether the snippet says so, in one of these ways:
    closed before that edge (a new `if ... fi` block is not an edit of the `if` whose body follows);
 3. the lines go with a name the instruction or a deletion note removes (`removals`), or use a code name
    the instruction mentions (`UUID` in "drop the overload and its now-unused UUID import");
-4. the lines are inside a definition the snippet shows whole (its header to its end, no marker inside).
+4. the lines are inside a definition the snippet shows whole (its header to its end, no marker inside);
+5. the lines are the comment attached to a line the snippet shows with a comment of its own attached
+   (a rewritten doc comment).
 
 A run with none of these sits under a marker: code the snippet keeps. Blank lines are not asked about, and
 a snippet with no code (the instruction says it all) gives no evidence to read.
@@ -29,6 +31,7 @@ from difflib import SequenceMatcher
 from ..definitions import definitions, snippet_definitions
 from ..instruction import names_to_remove, noted_names, uses, without_change_notes
 from ..languages import code_of
+from .anchors import _comment_line
 from .removals import _removed_lines
 from .snippet import _read, _width
 
@@ -94,6 +97,7 @@ def unexplained_deletions(original: str, update: str, result: str, language: str
             return stretch[p] == stretch[-1]
         return p < n and stretch[p] == stretch[n]
 
+    comment = _comment_line(language)
     found = []
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, out, autojunk=False).get_opcodes():
         if tag not in ("delete", "replace") or all(at[i] in explained for i in range(i1, i2)):
@@ -103,6 +107,9 @@ def unexplained_deletions(original: str, update: str, result: str, language: str
         if any(one_stretch(p, n) for p in before for n in after):
             continue
         if tag == "replace" and _edge_edit(old, out, out_lines, orig, at, keys, stretch, i1, i2, j1, j2):
+            continue
+        if i2 < len(old) and all(map(comment, old[i1:i2])) and any(
+                n and comment(keys[n - 1]) and shown[n - 1] == shown[n] - 1 for n in after):
             continue
         found.append(UnexplainedRun(at[i1] + 1, i2 - i1, old[i1]))
     return found

@@ -8,7 +8,10 @@ Each takes the alignment's ops and hands back ops (or what to align again with):
   that line in the next alignment (`_dangling_edits`);
 - a definition's header (`def build(`, `function build(`) replaces the header of the definition it
   names where the file has one, with all the lines up to where that header's parameters close
-  (`_rewritten_headers`).
+  (`_rewritten_headers`);
+- a comment block the snippet shows attached to a line (no blank between), right after a marker, is that
+  line's comment: the original's attached comment block, which the marker would keep, goes
+  (`_replaced_attached_comments`: a rewritten doc comment is not written beside the old one).
 """
 
 from __future__ import annotations
@@ -92,3 +95,38 @@ def _rewritten_headers(ops: list[tuple], snippet: _Snippet, orig: list[str], hea
                     and code(orig[end]).endswith("{"):
                 gone.update(range(j + 1, end + 1))
     return [("del", op[1]) if op[0] == "keep" and op[1] in gone else op for op in ops]
+
+
+def _replaced_attached_comments(ops: list[tuple], snippet: _Snippet, orig: list[str], comment) -> list[tuple]:
+    """The ops with the original comment block attached to a matched line deleted where the snippet shows
+    a new comment block attached to that line and a marker (then only blank lines) before it: the marker
+    keeps what comes before the line's comment, not the comment the snippet rewrites. Only where every old
+    line kept there is a comment and the whole old block is kept (none of it shown)."""
+    lines, ops = snippet.lines, list(ops)
+    for n, op in enumerate(ops):
+        if op[0] != "match" or not op[2] or not comment(orig[op[2] - 1].strip()):
+            continue
+        b = n - 1
+        while b >= 0 and ops[b][0] == "ins" and lines[ops[b][1]].strip() and comment(lines[ops[b][1]].strip()):
+            b -= 1
+        if b == n - 1:
+            continue
+        first = ops[b + 1][1]  # the new block's first line: a marker before it, past blank lines
+        g = first
+        while g > 0 and snippet.reach[g] is None and not lines[g - 1].strip():
+            g -= 1
+        if snippet.reach[g] is None:
+            continue
+        while b >= 0 and ops[b][0] == "ins" and not lines[ops[b][1]].strip():
+            b -= 1
+        top = op[2]  # the old block: the comment lines right above the matched line
+        while top > 0 and orig[top - 1].strip() and comment(orig[top - 1].strip()):
+            top -= 1
+        kept = []
+        while b >= 0 and ops[b][0] == "keep" and top <= ops[b][1] < op[2]:
+            kept.append(b)
+            b -= 1
+        if len(kept) == op[2] - top:
+            for k in kept:
+                ops[k] = ("del", ops[k][1])
+    return ops

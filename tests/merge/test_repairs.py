@@ -41,3 +41,19 @@ def test_an_edit_that_takes_away_a_name_still_used_is_a_new_neighbour():
     assert _dangling_edits([("edit", 0, 0), ("keep", 1, False)], snippet, orig) == [(0, 0)]
     # where the use goes too, it is a rename
     assert _dangling_edits([("edit", 0, 0), ("del", 1)], snippet, orig) == []
+
+
+def test_a_doc_comment_shown_attached_after_a_marker_replaces_the_old_one():
+    from apply_edit.merge import merge
+
+    go = ("package x\n\nvar ErrNone = errors.New(\"none\")\n\n// filter returns every item.\n// It never fails.\n"
+          "func filter(items []string) []string {\n\treturn items\n}\n")
+    update = ("// ... existing code ...\n\n// filter returns the items that exist.\nfunc filter(items []string) []string {\n"
+              "\treturn existing(items)\n}\n")
+    expected = go.replace("// filter returns every item.\n// It never fails.\n", "// filter returns the items that exist.\n") \
+        .replace("return items", "return existing(items)")
+    merged = merge(go, update, "go")
+    assert merged.text == expected
+    # Shown with the old comment above it, the old comment is context and stays.
+    kept = "// ... existing code ...\n// It never fails.\n// Cheap.\nfunc filter(items []string) []string {\n// ...\n"
+    assert merge(go, kept, "go").text == go.replace("// It never fails.\n", "// It never fails.\n// Cheap.\n")
