@@ -38,7 +38,8 @@ from .evidence import UnexplainedRun, unexplained_deletions
 from .pairs import _apart, _keep_between_whole_definitions, _pairs
 from .removals import _removed_lines
 from .render import _render
-from .repairs import _dangling_edits, _head_tail_rewrites, _replaced_attached_comments, _rewritten_headers
+from .repairs import (_dangling_edits, _head_tail_rewrites, _new_block_closers, _replaced_attached_comments,
+                      _rewritten_headers)
 from .report import HunkPlacement, MergeCandidate, MergeReport, Reading, _report
 from .snippet import _read, _width, code_lines, is_marker, marker_keys, split_lines
 from .twins import _closing_twins, _kept_twins, _realigned, _resumed_lines, _resuming_runs, _rewritten_comment_ends
@@ -71,16 +72,19 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
         ops = _align(orig, snippet, pairs, counts, attached, apart, removed, header_end, context)
         return _head_tail_rewrites(ops, snippet, orig, counts)
 
+    # Where the snippet's blocks close, by brackets and, where a marker hides closers, by indentation.
+    snippet_ends = {**_block_ends(snippet.lines, code), **_indented_block_ends(snippet.lines, code)}
     ops = align()
-    if dangling := _dangling_edits(ops, snippet, orig):
-        for i, j in dangling:
+    defined = {d.name for d in in_original}
+    new_definitions = {i for i, n in enumerate(snippet.number)
+                       if n in {d.name_line for d in in_snippet if d.name not in defined}}
+    if apart_pairs := _dangling_edits(ops, snippet, orig) + _new_block_closers(ops, snippet_ends, new_definitions):
+        for i, j in apart_pairs:
             apart.setdefault(i, np.zeros(len(orig), dtype=bool))[j] = True
         ops = align()
     ops = _rewritten_headers(ops, snippet, orig, header_end, code)
 
     definition_starts = {d.name_line for d in in_original or (definitions(original, language) if language else [])}
-    # Where the snippet's blocks close, by brackets and, where a marker hides closers, by indentation.
-    snippet_ends = {**_block_ends(snippet.lines, code), **_indented_block_ends(snippet.lines, code)}
     original_ends = _block_ends(orig, code)
     ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig, counts, definition_starts),
                            lambda o: _resumed_lines(o, snippet, orig, counts),

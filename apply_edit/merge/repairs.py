@@ -5,7 +5,8 @@ Each takes the alignment's ops and hands back ops (or what to align again with):
 - the unmatched head (tail) of a snippet without a leading (trailing) marker rewrites the file's head
   (tail) of about its size (`_head_tail_rewrites`, applied to every alignment);
 - an edit that is a new neighbour of the line it edits, not a new version of it, is kept apart from
-  that line in the next alignment (`_dangling_edits`);
+  that line in the next alignment (`_dangling_edits`), and so is the closing line of a new definition
+  from the original's closing lines (`_new_block_closers`: a new function's `}` is not its class's);
 - a definition's header (`def build(`, `function build(`) replaces the header of the definition it
   names where the file has one, with all the lines up to where that header's parameters close
   (`_rewritten_headers`);
@@ -24,6 +25,18 @@ from .snippet import _Snippet, _width
 
 _LONG_NAME = re.compile(r"[A-Za-z_]\w{5,}")
 _DECLARED_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w{5,}(?!\w|\s*\()")  # not a member, not a call
+
+
+def _new_block_closers(ops: list[tuple], snippet_ends: dict[int, int], new_definitions: set[int]
+                       ) -> list[tuple[int, int]]:
+    """(snippet line, original line) where a new definition (a name the original does not define, opened on
+    snippet line in `new_definitions`) written as new closes on a matched original line: the original has
+    no such block, so that closing line closes another one (the enclosing class's `}`, taken for a new
+    function's, leaves the class unclosed)."""
+    at = {op[1]: op for op in ops if op[0] in ("ins", "match", "edit")}
+    return [(closer, at[closer][2]) for opener, closer in snippet_ends.items()
+            if opener in new_definitions and at.get(opener, ("",))[0] == "ins"
+            and at.get(closer, ("",))[0] == "match"]
 
 
 def _dangling_edits(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list[tuple[int, int]]:

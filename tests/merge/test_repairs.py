@@ -57,3 +57,16 @@ def test_a_doc_comment_shown_attached_after_a_marker_replaces_the_old_one():
     # Shown with the old comment above it, the old comment is context and stays.
     kept = "// ... existing code ...\n// It never fails.\n// Cheap.\nfunc filter(items []string) []string {\n// ...\n"
     assert merge(go, kept, "go").text == go.replace("// It never fails.\n", "// It never fails.\n// Cheap.\n")
+
+
+def test_a_new_function_after_a_class_does_not_take_the_class_closing_brace():
+    from apply_edit.merge import merge
+
+    rust = ("impl Help {\n    fn write(&mut self) {\n        if !self.next {\n            self.pad();\n        }\n    }\n}\n\n"
+            "const INDENT: &str = \"  \";\n")
+    # The marker stands flush left although it keeps lines of the method's body.
+    update = ("// ... existing code ...\n    }\n}\n\nfn pluralize(n: usize) -> &'static str {\n    if n == 1 { \"\" } else { \"s\" }\n"
+              "}\n\nconst INDENT: &str = \"  \";\n")
+    expected = rust.replace("}\n\nconst", "}\n\nfn pluralize(n: usize) -> &'static str {\n    if n == 1 { \"\" } else { \"s\" }\n"
+                                          "}\n\nconst")
+    assert merge(rust, update, "rust").text == expected
