@@ -10,6 +10,9 @@ Each takes the alignment's ops and hands back ops (or what to align again with):
 - a definition's header (`def build(`, `function build(`) replaces the header of the definition it
   names where the file has one, with all the lines up to where that header's parameters close
   (`_rewritten_headers`);
+- new code that opens a hunk, with a blank line after it, placed where the original separates two lines
+  with a blank line, goes after that blank, not before it (`_blank_before_new_code`: the new code is
+  set apart from both neighbours as they were from each other);
 - a comment block the snippet shows attached to a line (no blank between), right after a marker, is that
   line's comment: the original's attached comment block, which the marker would keep, goes
   (`_replaced_attached_comments`: a rewritten doc comment is not written beside the old one).
@@ -142,4 +145,31 @@ def _replaced_attached_comments(ops: list[tuple], snippet: _Snippet, orig: list[
         if len(kept) == op[2] - top:
             for k in kept:
                 ops[k] = ("del", ops[k][1])
+    return ops
+
+
+def _blank_before_new_code(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list[tuple]:
+    """The ops with new code moved past the original blank line it was placed before: where a run of new
+    lines (code first and last) that opens the snippet or a hunk follows original line j (kept, not shown)
+    and the snippet's blank line after the run is
+    matched to the blank line j + 1, j + 1 is kept before the run and the snippet's blank is written after
+    it. Matching the blank was cheaper than writing it, but left the new code glued to line j."""
+    lines, ops = snippet.lines, list(ops)
+    n = 1
+    while n < len(ops):
+        i = ops[n][1] if ops[n][0] == "ins" else None
+        # New code that starts the snippet or a hunk (nothing shown before it), after a kept line.
+        if i is None or not lines[i].strip() or ops[n - 1][0] != "keep" or any(
+                lines[t].strip() and snippet.hunk_of[t] == snippet.hunk_of[i] for t in range(i)):
+            n += 1
+            continue
+        j = ops[n - 1][1]
+        k = n
+        while k < len(ops) and ops[k][0] == "ins" and lines[ops[k][1]].strip():
+            k += 1
+        if (k + 1 < len(ops) and ops[k][0] == "match" and orig[j].strip() and j + 1 < len(orig)
+                and ops[k][2] == j + 1 and not orig[j + 1].strip() and ops[k + 1][0] in ("match", "edit")
+                and orig[ops[k + 1][2]].strip() and ops[k + 1][2] == j + 2):
+            ops[n:k + 1] = [("keep", j + 1, False), *ops[n:k], ("ins", ops[k][1])]
+        n = k + 1
     return ops

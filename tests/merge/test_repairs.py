@@ -70,3 +70,15 @@ def test_a_new_function_after_a_class_does_not_take_the_class_closing_brace():
     expected = rust.replace("}\n\nconst", "}\n\nfn pluralize(n: usize) -> &'static str {\n    if n == 1 { \"\" } else { \"s\" }\n"
                                           "}\n\nconst")
     assert merge(rust, update, "rust").text == expected
+
+
+def test_new_code_that_opens_a_hunk_is_set_apart_by_the_blank_line_it_was_placed_before():
+    from apply_edit.merge import merge
+
+    rb = ("class App\n  def a\n    1\n  end\n\n  # Says b.\n  def b\n    2\n  end\nend\n")
+    update = ("  LIMIT = 3\n\n  # Says b.\n  def b\n    LIMIT\n  end\n  # ... existing code ...\n")
+    expected = rb.replace("  end\n\n  # Says b.", "  end\n\n  LIMIT = 3\n\n  # Says b.").replace("    2\n", "    LIMIT\n")
+    assert merge(rb, update, "ruby").text == expected
+    # Shown right after the line it follows, new code stays there.
+    shown = "  def a\n    1\n  end\n  LIMIT = 3\n\n  # Says b.\n  # ... existing code ...\n"
+    assert merge(rb, shown, "ruby").text == rb.replace("  end\n\n  # Says b.", "  end\n  LIMIT = 3\n\n  # Says b.")
