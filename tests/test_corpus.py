@@ -224,3 +224,22 @@ def test_the_readings_summary_counts_per_kind_which_way_was_right_and_whether_th
     assert rows["edge"] == ["edge", "2", "0", "2", "0", "1", "of", "2"]
     assert rows["header"] == ["header", "2", "1", "0", "1", "1", "of", "1"]
     assert rows["note"][1] == "0"
+
+
+def test_agent_habits_keep_the_snippet_meaning_the_edited_file():
+    before = _in_class(BEFORE)
+    (edit,) = file_edits(before, before.replace("        return value or 5\n", "        return (value or 5) + 1\n"))
+    writer_habits = {}
+    for seed in range(60):
+        snippet = write_snippet(edit, "python", random.Random(seed), "minimal")
+        for habit in snippet.habits:
+            writer_habits.setdefault(habit, snippet.update)
+        lines = snippet.update.split("\n")
+        if "flush-markers" in snippet.habits:  # markers flush left, though they stand for a method's lines
+            assert all(line == "# ... existing code ..." for line in lines if "existing code" in line)
+        # What a habit adds is layout or a note: the lines of code are still the file's, in order.
+        code = "\n".join(line.split("  # ")[0] for line in lines if line.strip())
+        assert _shown_in_order(code, edit.after), snippet.update
+    assert {"flush-markers", "blank-by-markers", "note-on-line"} <= set(writer_habits)
+    assert any(line.endswith(("# NEW", "# changed")) or "# NEW:" in line or "# changed:" in line
+               for line in writer_habits["note-on-line"].split("\n"))

@@ -99,7 +99,7 @@ def write_case(folder: Path, c: Candidate, seed: int) -> dict:
     if snippet.instruction:
         (folder / "instruction.txt").write_text(snippet.instruction + "\n", encoding="utf-8")
     record = {"case": folder.name, "half": folder.parent.name, "language": c.language, "style": snippet.style,
-              "project": c.project.name, "registry": c.project.registry, "license": c.project.license,
+              "habits": list(snippet.habits), "project": c.project.name, "registry": c.project.registry, "license": c.project.license,
               "from_version": c.older, "to_version": c.newer, "path": c.path,
               "hunks": [[h.old_start + 1, h.old_end, len(h.added)] for h in c.edit.hunks],
               "urls": [r.url for r in c.project.releases if r.version in (c.older, c.newer)]}

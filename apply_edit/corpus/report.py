@@ -1,4 +1,4 @@
-"""The corpus figures of a bench run: per language and per snippet style, how many answers were exact,
+"""The corpus figures of a bench run: per language, snippet style and agent habit, how many answers were exact,
 how many were wrong files handed back as a success, how many were refused, and how far `confident`
 can be trusted."""
 
@@ -39,13 +39,17 @@ def _row(label: str, outcomes: list[tuple[str, bool]]) -> str:
 def table(records: list[dict], index: dict[str, dict], method: str) -> str:
     """The table for one method's records over the cases `index` describes (case name -> source record)."""
     rows = [r for r in records if r["method"] == method and r["case"] in index]
-    by: dict[str, dict[str, list]] = {"language": defaultdict(list), "style": defaultdict(list)}
+    by: dict[str, dict[str, list]] = {"language": defaultdict(list), "style": defaultdict(list),
+                                      "habit": defaultdict(list)}
     every = []
     for r in rows:
         o = outcome(r)
         every.append(o)
-        for key in by:
-            by[key][index[r["case"]][key]].append(o)
+        source = index[r["case"]]
+        by["language"][source["language"]].append(o)
+        by["style"][source["style"]].append(o)
+        for habit in source.get("habits") or ["none"]:  # a corpus built before habits has none
+            by["habit"][habit].append(o)
     head = f"{'':22s} {'cases':>5s}  {'exact':>11s}  {'wrong (success)':>11s}  {'refused':>4s}  {'confident, exact':>11s}"
     lines = [f"method {method}: {len(rows)} cases", head, _row("all", every)]
     for key in by:

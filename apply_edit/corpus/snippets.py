@@ -19,6 +19,18 @@ a note, or by the instruction alone). Styles, each seeded per case:
 - `deletion-note`: a deletion written as a `// removed ...` comment where the lines were;
 - `instruction-only`: a deleted definition said only by the instruction ("Remove the `x` function."),
   with an empty snippet.
+
+On top of its style, a snippet takes on the habits coding agents have, each drawn per case at about the
+rate measured on `shared/agent-edits` (210 snippets written as agents write them; `HABITS`):
+
+- `flush-markers`: every marker written at column 0, whatever the depth of the code it stands for (17%
+  of agent snippets have one between indented lines);
+- `blank-by-markers`: a blank line typed between a marker and the code next to it (agents: 40% after a
+  marker, 33% before one);
+- `note-on-line`: a changed line carries a note to the applier, `x = 1  # NEW`, `// changed: ...`
+  (4%; notes on lines of their own are the `changed-note` style);
+- `explained-removal`: a deletion note says why, `// removed foo(): no longer used` (4% of agent
+  snippets; half of the deletion notes here).
 """
 
 from __future__ import annotations
@@ -30,7 +42,7 @@ from dataclasses import dataclass
 
 from ..definitions import definitions, lines_inside_strings
 from ..instruction import uses
-from ..merge import split_lines
+from ..merge import is_marker, split_lines
 from ..merge.snippet import _indent
 from .edits import Edit, Hunk
 
@@ -52,11 +64,18 @@ _KIND_WORDS = (("class", "class"), ("struct", "struct"), ("method", "method"), (
                ("type", "type"))
 
 
+# Per habit: the share of snippets that take it on (of those it fits).
+HABITS = {"flush-markers": 0.17, "blank-by-markers": 0.35, "note-on-line": 0.05, "explained-removal": 0.5}
+_LINE_NOTES = ("NEW", "changed", "changed: updated", "NEW: see above", "changed: fixed")
+_REASONS = ("no longer used", "unused", "replaced above", "obsolete")
+
+
 @dataclass(frozen=True)
 class Snippet:
     update: str
     instruction: str
     style: str
+    habits: tuple[str, ...] = ()
 
 
 def comment_start(language: str) -> str:
@@ -75,6 +94,7 @@ class _Writer:
         self.counts = Counter(line.strip() for line in self.before)
         self.comment = comment_start(language)
         self._inside: set[int] | None = None
+        self.explained = False  # the deletion note says why (the `explained-removal` habit)
 
     # --- what the snippet shows -------------------------------------------------------------------
     def _distinctive(self, line: str) -> bool:
@@ -235,7 +255,11 @@ class _Writer:
         hunk = next(iter(at_ends + deletions), None)
         if hunk is None:
             return None
-        return self._with_note(hunk, self._removal(hunk))
+        text = self._removal(hunk)
+        if text not in _GENERIC_REMOVALS and self.rng.random() < HABITS["explained-removal"]:
+            self.explained = True
+            text += f": {self.rng.choice(_REASONS)}"
+        return self._with_note(hunk, text)
 
     def _removal(self, hunk: Hunk) -> str:
         """What a deletion note says: the definition or name that went, when the file no longer has it."""
@@ -248,6 +272,51 @@ class _Writer:
                 if not uses(after_code, name):
                     return f"removed {name}"
         return self.rng.choice(_GENERIC_REMOVALS)
+
+    # --- habits -------------------------------------------------------------------------------------
+    def habits(self, lines: list[str]) -> tuple[list[str], tuple[str, ...]]:
+        """The snippet's lines with the habits drawn for it (`HABITS`), and their names."""
+        taken = ["explained-removal"] if self.explained else []
+        for habit in ("flush-markers", "blank-by-markers", "note-on-line"):
+            if self.rng.random() < HABITS[habit]:
+                changed = getattr(self, habit.replace("-", "_"))(lines)
+                if changed is not None:
+                    lines = changed
+                    taken.append(habit)
+        return lines, tuple(taken)
+
+    def _marker_lines(self, lines: list[str]) -> set[int]:
+        return {n for n, line in enumerate(lines) if is_marker(line) or line.strip() in ("...", "…")}
+
+    def flush_markers(self, lines: list[str]) -> list[str] | None:
+        markers = self._marker_lines(lines)
+        if not any(_indent(lines[n]) for n in markers):
+            return None
+        return [line.lstrip(" \t") if n in markers else line for n, line in enumerate(lines)]
+
+    def blank_by_markers(self, lines: list[str]) -> list[str] | None:
+        markers, out = self._marker_lines(lines), []
+        for n, line in enumerate(lines):
+            if n in markers and out and out[-1].strip() and self.rng.random() < 0.5:
+                out.append(self.nl)
+            out.append(line)
+            if n in markers and n + 1 < len(lines) and lines[n + 1].strip() and self.rng.random() < 0.5:
+                out.append(self.nl)
+        return out if len(out) > len(lines) else None
+
+    def note_on_line(self, lines: list[str]) -> list[str] | None:
+        """A note after a line the edit adds (code the original lacks, not in a multi-line string)."""
+        inside = self._string_lines()
+        added = {self.after[i].strip() for h in self.edit.hunks for i in range(h.after_start, h.after_end)
+                 if i not in inside and self.counts[self.after[i].strip()] == 0}
+        candidates = [n for n, line in enumerate(lines) if line.strip() in added and len(line.strip()) > 3
+                      and not line.strip().startswith(("#", "//", "/*", "*", "--"))]
+        if not candidates:
+            return None
+        n = self.rng.choice(candidates)
+        lines = list(lines)
+        lines[n] = f"{lines[n].rstrip(chr(13) + chr(10))}  {self.comment} {self.rng.choice(_LINE_NOTES)}{self.nl}"
+        return lines
 
     def _with_note(self, hunk: Hunk, text: str) -> list[str]:
         at, indent = self._note_at(hunk)
@@ -314,4 +383,5 @@ def write_snippet(edit: Edit, language: str, rng: random.Random, style: str | No
         left.pop(style, None)
         style = None if left else "minimal"
     update, instruction = made if style == "instruction-only" else (made, "")
-    return Snippet("".join(update), instruction, style)
+    update, habits = writer.habits(update) if update else (update, ())
+    return Snippet("".join(update), instruction, style, habits)
