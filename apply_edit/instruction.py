@@ -55,13 +55,21 @@ def _comment_body(line: str, language: str) -> str | None:
     return None
 
 
-def _trailing_comment(line: str, language: str) -> int | None:
-    """Where a comment after code on `line` starts (its opening token, after whitespace), else None."""
+def _trailing_comments(line: str, language: str) -> list[int]:
+    """Where comments after code on `line` may start (an opening token after whitespace), last first: a
+    note may follow the line's own comment (`x = nil  -- for 5.1  -- changed`)."""
     spec = spec_of(language)
     starts = spec.line_comments + (("/*",) if spec.block_comments else ())
     masked = STRING_LITERAL.sub(lambda m: "x" * len(m[0]), line)  # a `//` inside a string opens nothing
-    found = [m.start(1) for start in starts for m in re.finditer(r"\S\s+(" + re.escape(start) + ")", masked)]
-    return min(found) if found else None
+    return sorted((m.start(1) for start in starts for m in re.finditer(r"\S\s+(" + re.escape(start) + ")", masked)),
+                  reverse=True)
+
+
+def _is_note(comment: str) -> bool:
+    """Whether a trailing comment (from its opening token on) has a note's form."""
+    body = comment.lstrip("/#-;*").strip()
+    body = body[:-2].rstrip() if body.endswith("*/") else body
+    return bool(_CHANGE_NOTE.match(body) or _NOTE.match(body))
 
 
 def without_change_notes(original: str, update: str, language: str) -> str:
@@ -73,12 +81,8 @@ def without_change_notes(original: str, update: str, language: str) -> str:
     original_lines = None
     lines = update.split("\n")
     for n, line in enumerate(lines):
-        at = _trailing_comment(line, language)
+        at = next((at for at in _trailing_comments(line, language) if _is_note(line[at:])), None)
         if at is None:
-            continue
-        body = line[at:].lstrip("/#-;*").strip()
-        body = body[:-2].rstrip() if body.endswith("*/") else body
-        if not (_CHANGE_NOTE.match(body) or _NOTE.match(body)):
             continue
         if original_lines is None:
             original_lines = {o.strip() for o in original.split("\n")}

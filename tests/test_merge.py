@@ -706,6 +706,10 @@ def test_a_note_on_a_code_line_is_not_a_part_of_the_line():
     assert merge(py, "def f():\n    return 2  # NEW\n", "python").text == "def f():\n    return 2\n"
     lua = "local function f()\n   return 1\nend\n"
     assert merge(lua, "local function f()\n   return 2 -- changed: two\nend\n", "lua").text == lua.replace("1", "2")
+    # A note after the line's own comment goes; the line's comment stays.
+    lua_own = "_ENV = nil     -- does no harm in Lua 5.1\nreturn M\n"
+    assert merge(lua_own, "_ENV = false     -- does no harm in Lua 5.1  -- changed\n-- ... existing code ...\n",
+                 "lua").text == lua_own.replace("nil", "false")
     # A comment that describes the code, and a `//` inside a string, are the line's own.
     kept = 'const a = "x // NEW: y"; // Updated when the user logs in\n'
     assert merge("const a = 1;\n", kept, "javascript").text == kept

@@ -157,9 +157,10 @@ def _beside_marker(snippet: _Snippet, i: int) -> bool:
 def _without_blank_insertions(out: list[tuple[str, int | None, int | None]], layout: list[bool]
                               ) -> list[tuple[str, int | None, int | None]]:
     """Drops new blank lines that would sit between two lines adjacent in the original (kept, or one of
-    them edited), or right after a blank line the original has, where the snippet has them beside a marker
-    (`layout`, per line of `out`): there a blank stands for layout around the code the marker keeps, not
-    for a change. A blank line the snippet shows between two lines of code is one the edit adds."""
+    them edited), right after a blank line the original has, or at the file's start or end, where the
+    snippet has them beside a marker (`layout`, per line of `out`): there a blank stands for layout
+    around the code the marker keeps, not for a change. A blank line the snippet shows between two lines
+    of code is one the edit adds."""
     keep, n = [], 0
     while n < len(out):
         end = n
@@ -170,7 +171,8 @@ def _without_blank_insertions(out: list[tuple[str, int | None, int | None]], lay
             after = out[end][2] if end < len(out) else None
             adjacent = before is not None and after is not None and after == before + 1
             after_blank = n > 0 and out[n - 1][1] is not None and not out[n - 1][0].strip()
-            if not ((adjacent or after_blank) and all(layout[n:end])):
+            at_an_end = n == 0 or end == len(out)
+            if not ((adjacent or after_blank or at_an_end) and all(layout[n:end])):
                 keep.extend(out[n:end])
             n = end
         else:

@@ -59,3 +59,11 @@ def test_a_hunk_whose_lines_moved_by_the_edit_sits_where_its_outermost_lines_say
     assert _shift(pairs) is None
     assert _outer_shift(pairs[:1], ("", "    ")) == ("", "    ")
     assert _outer_shift(pairs[:1], ("", "")) is None  # the rest of the snippet is not re-indented: the edit moved it
+
+
+def test_a_blank_line_typed_before_a_trailing_marker_at_the_files_end_is_layout():
+    from apply_edit.merge import merge
+
+    py = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
+    update = "def g():\n    return 3\n\n# ... existing code ...\n"
+    assert merge(py, update, "python").text == py.replace("return 2", "return 3")
