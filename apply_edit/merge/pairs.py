@@ -40,8 +40,20 @@ def _keep_between_whole_definitions(snippet: _Snippet, pairs, orig: list[str], c
 
 def _shown_whole(d: Definition, snippet: _Snippet) -> bool:
     """Whether the snippet shows definition d whole: it parses, no marker inside it or right after it
-    (that may be the rest of its body)."""
-    return d.complete and not any(d.start_line <= m <= d.end_line + 1 for m in snippet.markers)
+    (that may be the rest of its body). Nor, where no closing line (`}`, `end`) ends the body, a marker
+    after blank lines that is less indented than the header: a flush-left marker, as agents type them,
+    stands for lines at any depth, the rest of this body among them (one at the header's depth is the
+    next sibling's place, in the file's own layout)."""
+    shown = dict(zip(snippet.number, snippet.lines))
+    after = d.end_line + 1
+    header = _width(shown.get(d.name_line, ""))
+    if not _closes(shown.get(d.end_line, "").strip()):
+        while after in shown and not shown[after].strip():
+            after += 1
+        gap = sum(n < after for n in snippet.number)  # the gap the marker sits in
+        if after in snippet.markers and snippet.reach[gap] is not None and snippet.reach[gap] >= header:
+            after = d.end_line + 1
+    return d.complete and not any(d.start_line <= m <= after for m in snippet.markers)
 
 
 # A function definition's kind where the same code inside a class is a method of another kind (PHP).

@@ -57,3 +57,16 @@ def test_code_between_two_definitions_shown_whole_is_kept_in_a_snippet_without_m
     _keep_between_whole_definitions(snippet, pairs, orig, lambda key: key.startswith("#"))
     assert snippet.reach[2] == 0 and snippet.reach.count(None) == len(snippet.reach) - 1  # a marker's gap after `load`
     assert Counter(snippet.reach)[0] == 1
+
+
+def test_a_flush_left_marker_after_a_blank_line_may_stand_for_the_rest_of_a_method():
+    from apply_edit.merge import merge
+
+    py = ("class T:\n  def test_a(self):\n    code = 1\n    expected = 2\n    self.check(code, expected)\n\n"
+          "  def test_b(self):\n    pass\n")
+    update = "# ... existing code ...\n  def test_a(self):\n    code = 10\n\n# ... existing code ...\n"
+    assert merge(py, update, "python").text == py.replace("code = 1\n", "code = 10\n")
+    # At the method's own depth, after a blank line, the marker is the next method's place: shown whole.
+    whole = "class T:\n  def test_a(self):\n    code = 10\n\n  # ... existing code ...\n"
+    assert merge(py, whole, "python").text == py.replace("    code = 1\n    expected = 2\n    self.check(code, expected)\n",
+                                                         "    code = 10\n")
