@@ -49,7 +49,7 @@ from .edits import Edit, Hunk
 STYLES = ("minimal", "worded", "bare", "no-leading-marker", "whole-definition", "inner-markers", "reindented",
           "changed-note", "deletion-note", "instruction-only")
 # How often each style is drawn; one that does not fit the edit is drawn again among the rest.
-WEIGHTS = {"minimal": 20, "worded": 10, "bare": 7, "no-leading-marker": 9, "whole-definition": 15,
+WEIGHTS = {"minimal": 20, "worded": 10, "bare": 3, "no-leading-marker": 6, "whole-definition": 15,
            "inner-markers": 12, "reindented": 9, "changed-note": 5, "deletion-note": 8, "instruction-only": 5}
 _HASH_COMMENTS = {"python", "ruby", "bash"}
 _MAX_DEFINITION_LINES = 150
@@ -65,7 +65,11 @@ _KIND_WORDS = (("class", "class"), ("struct", "struct"), ("method", "method"), (
 
 
 # Per habit: the share of snippets that take it on (of those it fits).
-HABITS = {"flush-markers": 0.17, "blank-by-markers": 0.35, "note-on-line": 0.05, "explained-removal": 0.5}
+# Drawn so that the corpus's tune half shows them about as often as the agent set does (a flush marker
+# between indented lines in 17% of snippets, a blank after a marker in 40%, before one in 33%; styles
+# `bare` and `no-leading-marker` weighted to its 4% and 17%).
+HABITS = {"flush-markers": 0.7, "blank-by-markers": 0.5, "note-on-line": 0.05, "explained-removal": 0.5}
+BLANK_AFTER, BLANK_BEFORE = 0.8, 0.6  # per marker, in a snippet with `blank-by-markers`
 _LINE_NOTES = ("NEW", "changed", "changed: updated", "NEW: see above", "changed: fixed")
 _REASONS = ("no longer used", "unused", "replaced above", "obsolete")
 
@@ -297,10 +301,10 @@ class _Writer:
     def blank_by_markers(self, lines: list[str]) -> list[str] | None:
         markers, out = self._marker_lines(lines), []
         for n, line in enumerate(lines):
-            if n in markers and out and out[-1].strip() and self.rng.random() < 0.5:
+            if n in markers and out and out[-1].strip() and self.rng.random() < BLANK_BEFORE:
                 out.append(self.nl)
             out.append(line)
-            if n in markers and n + 1 < len(lines) and lines[n + 1].strip() and self.rng.random() < 0.5:
+            if n in markers and n + 1 < len(lines) and lines[n + 1].strip() and self.rng.random() < BLANK_AFTER:
                 out.append(self.nl)
         return out if len(out) > len(lines) else None
 
