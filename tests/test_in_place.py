@@ -34,7 +34,9 @@ def test_a_result_that_passes_the_checks_is_written(target):
 def test_an_unjudged_result_that_fails_the_checks_is_not_written_unless_forced(target):
     with pytest.raises(NotWritten) as refused:
         commit(target, TRUNCATED)
-    assert str(refused.value).startswith(f"not writing {target}: it drops ")  # the checks' own reason
+    # The checks' own reasons: the marker keeps g, and the result drops it.
+    assert str(refused.value).startswith(f"not writing {target}: it deletes 3 line(s) the snippet keeps under a marker")
+    assert "; it drops " in str(refused.value)
     assert str(refused.value).endswith("; the file is unchanged (--force writes it anyway)")
     assert target.read_text() == ORIGINAL
     assert commit(target, TRUNCATED, force=True) is True

@@ -151,9 +151,9 @@ def _replaced_attached_comments(ops: list[tuple], snippet: _Snippet, orig: list[
 def _blank_before_new_code(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list[tuple]:
     """The ops with new code moved past the original blank line it was placed before: where a run of new
     lines (code first and last) that opens the snippet or a hunk follows original line j (kept, not shown)
-    and the snippet's blank line after the run is
-    matched to the blank line j + 1, j + 1 is kept before the run and the snippet's blank is written after
-    it. Matching the blank was cheaper than writing it, but left the new code glued to line j."""
+    and the snippet's blank line after the run is matched to the blank line j + 1, j + 1 is kept before
+    the run and the snippet's blank is written after it. Matching the blank was cheaper than writing it,
+    but left the new code glued to line j."""
     lines, ops = snippet.lines, list(ops)
     n = 1
     while n < len(ops):
