@@ -51,8 +51,6 @@ def read_user_text(path: Path, what: str = "file") -> str:
         if os.path.islink(path):
             raise NotTextFile(f"{what} {path} is a symlink to {os.readlink(path)}, which does not exist") from None
         raise NotTextFile(f"{what} {path} does not exist") from None
-    except IsADirectoryError:
-        raise NotTextFile(f"{what} {path} is a directory") from None
     except OSError as exc:
         raise NotTextFile(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     mode = os.fstat(fd).st_mode
@@ -154,13 +152,8 @@ def write_atomic(path: Path, text: str, expect: tuple[int, str] | None = None) -
         _check_unchanged(path, expect)
         _write_through(path, text.encode("utf-8"))
         return
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{host_name()}-{os.getpid()}.",
-                               suffix=TEMP_SUFFIX)
+    tmp = _durable_copy_beside(path, text.encode("utf-8"), TEMP_SUFFIX)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
         if st is not None:
             _keep_owner(tmp, st)
         os.chmod(tmp, st.st_mode & 0o7777 if st is not None else 0o666 & ~_umask())
@@ -204,12 +197,7 @@ def _write_through(path: Path, data: bytes) -> None:
     that copy is removed only once the new bytes are durable: a crash mid-write leaves it there to restore
     from. A write that fails puts the original's bytes back."""
     original = path.read_bytes()
-    fd, backup = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{host_name()}-{os.getpid()}.",
-                                  suffix=".apply-edit.orig")
-    with os.fdopen(fd, "wb") as f:
-        f.write(original)
-        f.flush()
-        os.fsync(f.fileno())
+    backup = _durable_copy_beside(path, original, ".apply-edit.orig")
     _sync_directory(path.parent)
     try:
         _overwrite(path, data)
@@ -222,6 +210,21 @@ def _write_through(path: Path, data: bytes) -> None:
         os.unlink(backup)
         raise
     os.unlink(backup)
+
+
+def _durable_copy_beside(path: Path, data: bytes, suffix: str) -> str:
+    """A new file in `path`'s directory (`.<name>.<host>-<pid>.<random><suffix>`: whose it is, for
+    `remove_stale_temps`) holding `data`, fsynced; its name. Nothing is left behind if writing it fails."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{host_name()}-{os.getpid()}.", suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        os.unlink(name)
+        raise
+    return name
 
 
 def _overwrite(path: Path, data: bytes) -> None:

@@ -25,6 +25,7 @@ a snippet with no code (the instruction says it all) gives no evidence to read.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -160,11 +161,9 @@ def _removed_and_shown_whole(original, update, orig, snippet, notes, language, i
     definition the snippet shows whole. Both only for names the original defines once: which of two
     definitions the snippet means is what a placement decides, and this reading does not place."""
     in_original = definitions(original, language) if language else []
-    count: dict[str, int] = {}
-    for d in in_original:
-        count[d.name] = count.get(d.name, 0) + 1
+    count = Counter(d.name for d in in_original)
     names = {name for name in names_to_remove(instruction, update, language, original) | noted_names(notes)
-             if count.get(name, 0) <= 1}
+             if count[name] <= 1}
     removed = {n for n, gone in enumerate(_removed_lines(orig, names, in_original, language)) if gone}
     whole: set[int] = set()
     if not language:
@@ -172,6 +171,7 @@ def _removed_and_shown_whole(original, update, orig, snippet, notes, language, i
     update_lines = update.split("\n")
     markers = sorted(snippet.markers)
     top_level = [n for n in markers if not update_lines[n][:1].isspace()]
+
     def next_line(n: int) -> int:  # the first non-blank snippet line after line n
         return next((k for k in range(n + 1, len(update_lines)) if update_lines[k].strip()), len(update_lines))
 
