@@ -35,7 +35,7 @@ from .anchors import _attached_lines, _comment_line
 from .blocks import _block_ends, _bracket_ends, _indented_block_ends
 from .doubts import doubts
 from .evidence import UnexplainedRun, unexplained_deletions
-from .pairs import _apart, _keep_between_whole_definitions, _pairs
+from .pairs import _apart, _beside_namesakes, _keep_between_whole_definitions, _pairs
 from .removals import _removed_lines
 from .render import _render
 from .repairs import (_blank_before_new_code, _dangling_edits, _head_tail_rewrites, _new_block_closers,
@@ -60,10 +60,11 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
         top_level = [n for n in snippet.markers if not _width(update_lines[n])]
         in_snippet = snippet_definitions("".join(update_lines), language, top_level)
         in_original = definitions(original, language) if in_snippet or names else []
-    pairs = _pairs(snippet, in_snippet, in_original)
+    beside = _beside_namesakes(snippet, in_snippet, in_original, orig, counts)
+    pairs = _pairs(snippet, in_snippet, in_original, beside)
     comment, code = _comment_line(language), code_of(language)
     _keep_between_whole_definitions(snippet, pairs, orig, comment)
-    apart = _apart(snippet, in_snippet, in_original, orig, counts)
+    apart = _apart(snippet, in_snippet, in_original, orig, counts, beside)
     attached = _attached_lines(snippet, [line.strip() for line in orig], counts, language)
     removed = _removed_lines(orig, names, in_original, language)
     header_end = _bracket_ends(orig, code)

@@ -2,11 +2,13 @@
 
 The merge places the snippet by one alignment; where that alignment goes wrong it deletes code a marker
 keeps, and its own report cannot see it. This reading does not trust any alignment. It diffs the result
-against the original (non-blank lines), and asks of each run of original lines the result deletes or
-replaces whether the snippet says so, in one of these ways:
+against the original (non-blank lines; a patience diff, which pairs the lines found once on both sides
+first), and asks of each run of original lines the result deletes or replaces whether the snippet says
+so, in one of these ways:
 
 1. the lines on both sides of the run are shown in one stretch of the snippet (no marker between them):
-   the snippet shows the code around the run without it;
+   the snippet shows the code around the run without it. A deleted run between equal lines (`}`) reads
+   as well one line up or down; one of those readings will do;
 2. the run is an edit at the edge of a stretch: its new lines sit next to a marker in the snippet, and
    each line gone is like one of them, in order, or all of them together are like the new lines together
    (a signature joined onto one line, a tag split over several). A line gone that opens a body the result
@@ -28,6 +30,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+
+from patiencediff import PatienceSequenceMatcher
 
 from ..definitions import definitions, snippet_definitions
 from ..instruction import names_to_remove, noted_names, uses, without_change_notes
@@ -99,21 +103,44 @@ def unexplained_deletions(original: str, update: str, result: str, language: str
         return p < n and stretch[p] == stretch[n]
 
     comment = _comment_line(language)
-    found = []
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, out, autojunk=False).get_opcodes():
-        if tag not in ("delete", "replace") or all(at[i] in explained for i in range(i1, i2)):
-            continue
+
+    def deletion_shown(i1: int, i2: int) -> bool:  # rules 1, 3-5 for old[i1:i2]
+        if all(at[i] in explained for i in range(i1, i2)):
+            return True
         before = [p for p, key in enumerate(keys) if key == old[i1 - 1]] if i1 else ([] if lead else [-1])
         after = [n for n, key in enumerate(keys) if key == old[i2]] if i2 < len(old) else ([] if trail else [len(keys)])
         if any(one_stretch(p, n) for p in before for n in after):
+            return True
+        return i2 < len(old) and all(map(comment, old[i1:i2])) and any(
+            n and comment(keys[n - 1]) and shown[n - 1] == shown[n] - 1 for n in after)
+
+    found = []
+    # Patience diff: lines found once on both sides pair first, so a look-alike line elsewhere (a twin
+    # table, a second `default:`) is not what a run is read against.
+    for tag, i1, i2, j1, j2 in PatienceSequenceMatcher(None, old, out).get_opcodes():
+        if tag == "delete" and any(deletion_shown(a, b) for a, b in _slides(old, i1, i2)):
+            continue  # which of equal lines (`}`) a deleted run ends at, the diff chose: any of them will do
+        if tag == "replace" and (deletion_shown(i1, i2) or _edge_edit(old, out, out_lines, orig, at, keys, stretch,
+                                                                     i1, i2, j1, j2)):
             continue
-        if tag == "replace" and _edge_edit(old, out, out_lines, orig, at, keys, stretch, i1, i2, j1, j2):
-            continue
-        if i2 < len(old) and all(map(comment, old[i1:i2])) and any(
-                n and comment(keys[n - 1]) and shown[n - 1] == shown[n] - 1 for n in after):
-            continue
-        found.append(UnexplainedRun(at[i1] + 1, i2 - i1, old[i1]))
+        if tag in ("delete", "replace"):
+            found.append(UnexplainedRun(at[i1] + 1, i2 - i1, old[i1]))
     return found
+
+
+def _slides(old: list[str], i1: int, i2: int) -> list[tuple[int, int]]:
+    """Every run equal to deleting old[i1:i2]: slid up while the line above it equals its last line, down
+    while the line below it equals its first."""
+    runs = [(i1, i2)]
+    a, b = i1, i2
+    while a > 0 and old[a - 1] == old[b - 1]:
+        a, b = a - 1, b - 1
+        runs.append((a, b))
+    a, b = i1, i2
+    while b < len(old) and old[a] == old[b]:
+        a, b = a + 1, b + 1
+        runs.append((a, b))
+    return runs
 
 
 def _edge_edit(old, out, out_lines, orig, at, keys, stretch, i1, i2, j1, j2) -> bool:

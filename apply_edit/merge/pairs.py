@@ -9,7 +9,9 @@ markers, a marker's gap between two definitions shown whole (`_keep_between_whol
   replaces the original's definition of the same kind and name from its first line to its last; one
   with no namesake there is new code, whose lines match none of the original's definitions of its kind
   (which it resembles: a similar header, the same locking lines), unless it renames one (most of both
-  bodies are the same lines).
+  bodies are the same lines);
+- one that the snippet's context places beside its namesake (a line the original has once, shown after
+  it but found before the namesake) is another definition of that name, a new overload: new code too.
 """
 
 from __future__ import annotations
@@ -60,12 +62,13 @@ def _shown_whole(d: Definition, snippet: _Snippet) -> bool:
 _METHOD_OF = {"function_definition": "method_declaration"}
 
 
-def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition]
-           ) -> list[tuple[int, int, int, int, bool]]:
+def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition],
+           beside: set[Definition]) -> list[tuple[int, int, int, int, bool]]:
     """(first, last snippet code line, first, last original line, whole) for the snippet's definitions
     that have exactly one namesake of their kind in the original and in the snippet: those shown whole
     (no marker inside: `whole`), and those shown with markers inside but with their closing line
-    (`}`, `end`), whose first and last lines are the original's first and last."""
+    (`}`, `end`), whose first and last lines are the original's first and last. Not those `beside` their
+    namesake (`_beside_namesakes`)."""
     if not in_snippet:
         return []
     names = Counter((d.kind, d.name) for d in in_original)
@@ -93,10 +96,10 @@ def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
                   and _width(last) <= _width(snippet.lines[index[d.name_line]])  # `}` or `end` closes it
                   and _indented_inside(snippet.lines[index[d.name_line]:index[d.end_line] + 1])
                   and not _leaves_block(snippet, index[d.name_line], index[d.end_line]))
+        if not (whole or closed) or d in beside:
+            continue
         if whole:
             whole_spans.append((d.start_line, d.end_line))
-        elif not closed:
-            continue
         pairs.append((index[d.start_line], index[d.end_line], start, o.end_line, whole))
     pairs.sort()
     kept, last = [], (-1, -1)
@@ -106,8 +109,42 @@ def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
     return kept
 
 
+def _beside_namesakes(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition],
+                      orig: list[str], counts: Counter) -> set[Definition]:
+    """The snippet's definitions that their context places beside each of their namesakes, not over one.
+    The context is the lines between the definition and the edge of its hunk, where all of them are the
+    original's own lines: one the original has once, shown after the definition, is found before the
+    namesake (or one shown before it, after). The namesake stays where that context has it; the
+    snippet's definition is another (a new overload), new code."""
+    once = {key: j for j, line in enumerate(orig) if counts[key := line.strip()] == 1 and not _trivial(key)}
+    found_at = [once.get(line.strip()) for line in snippet.lines]
+    index = {n: i for i, n in enumerate(snippet.number)}
+    by_name: dict[str, list[Definition]] = {}
+    for o in in_original:
+        by_name.setdefault(o.name, []).append(o)
+
+    def context(lines: list[int]) -> list[int]:  # where the original has those lines found once in it
+        if any((key := snippet.lines[i].strip()) and key not in counts for i in lines):
+            return []
+        return [found_at[i] for i in lines if found_at[i] is not None]
+
+    beside = set()
+    for d in in_snippet:
+        if d.start_line not in index or d.end_line not in index:
+            continue
+        first, last = index[d.start_line], index[d.end_line]
+        # The context it sits next to: the lines between it and the edge of its hunk, all the original's own.
+        above = context([i for i in range(first) if snippet.hunk_of[i] == snippet.hunk_of[first]])
+        below = context([i for i in range(last + 1, len(snippet.lines)) if snippet.hunk_of[i] == snippet.hunk_of[last]])
+        namesakes = by_name.get(d.name, [])
+        if namesakes and all(any(j > o.end_line for j in above) or any(j < o.start_line for j in below)
+                             for o in namesakes):
+            beside.add(d)
+    return beside
+
+
 def _apart(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition],
-           orig: list[str], counts: Counter) -> dict[int, np.ndarray]:
+           orig: list[str], counts: Counter, beside: set[Definition]) -> dict[int, np.ndarray]:
     """Per line of a definition the snippet shows whole with no namesake in the original (new code):
     the original lines it may not match or edit, those of the original's definitions of its kind. A new
     definition looks like its neighbours (`def peek(self, key, default=None)` beside `def setdefault(self,
@@ -119,7 +156,7 @@ def _apart(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
     found: dict[int, np.ndarray] = {}
     old_bodies: dict[Definition, set[str]] = {}
     for d in in_snippet:
-        if (d.kind, d.name) in names or d.name_line not in index or not _shown_whole(d, snippet):
+        if ((d.kind, d.name) in names and d not in beside) or d.name_line not in index or not _shown_whole(d, snippet):
             continue
         lines = [index[n] for n in range(d.name_line, d.end_line + 1) if n in index]
         body = {key for i in lines[1:] if not _trivial(key := snippet.lines[i].strip())}

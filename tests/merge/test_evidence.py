@@ -44,3 +44,24 @@ def test_a_removal_by_name_and_a_definition_shown_whole_are_evidence():
     shown = "def load(path):\n    return open(path).read()\n\n\ndef save(path, text):\n# ... existing code ...\n"
     assert runs(shown, PY.replace("    with open(path) as f:\n        text = f.read()\n    return text\n",
                                   "    return open(path).read()\n")) == []
+
+
+
+def table(lib):
+    return (f'  defaults.patterns = {{\n    bin = {{ "?.exe" }},\n    lib = {{ "{lib}" }},\n    include = {{ "?.h" }},\n'
+            '    share = { "?.txt" }\n  }\n')
+
+
+LUA = ('if linux then\n' + table("lib?.so") + 'end\n\nif unix then\n  defaults.lib = "so"\nend\n\n'
+       'if msys then\n  -- msys is cygwin made of mingw\n' + table("lib?.so") + '  defaults.shell = "sh"\nend\n')
+
+
+def test_a_look_alike_table_elsewhere_is_not_what_a_deleted_run_is_read_against():
+    update = ('-- ... existing code ...\nif unix then\n  defaults.lib = "so"\n' + table("cyg?.dll")
+              + 'end\n\nif msys then\n-- ... existing code ...\n')
+    right = LUA.replace('  defaults.lib = "so"\n', '  defaults.lib = "so"\n' + table("cyg?.dll"))
+    assert unexplained_deletions(LUA, update, right, "lua") == []
+    # The table written into the unix block, msys's own deleted: a plain diff pairs the new table's
+    # lines with msys's and reads `end` / `if msys then` as deleted, between lines the snippet shows.
+    wrong = right.replace('  -- msys is cygwin made of mingw\n' + table("lib?.so"), "")
+    assert [r.line for r in unexplained_deletions(LUA, update, wrong, "lua")] == [15]

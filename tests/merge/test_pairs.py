@@ -3,7 +3,8 @@
 from collections import Counter
 
 from apply_edit.definitions import definitions, snippet_definitions
-from apply_edit.merge.pairs import _apart, _keep_between_whole_definitions, _pairs
+from apply_edit.merge import merge
+from apply_edit.merge.pairs import _apart, _beside_namesakes, _keep_between_whole_definitions, _pairs
 from apply_edit.merge.snippet import _read
 
 ORIGINAL = ("def load(path):\n    with open(path) as f:\n        return f.read()\n\n\n"
@@ -21,28 +22,28 @@ def test_a_definition_shown_whole_pairs_with_its_namesake():
     update = "# ... existing code ...\ndef save(path, text):\n    print(text)\n"
     _, _, snippet, in_snippet, in_original = definitions_of(ORIGINAL, update, "python")
     # snippet lines 0..1 replace original lines 5..7, whole (no marker inside)
-    assert _pairs(snippet, in_snippet, in_original) == [(0, 1, 5, 7, True)]
+    assert _pairs(snippet, in_snippet, in_original, set()) == [(0, 1, 5, 7, True)]
 
 
 def test_a_definition_with_a_marker_inside_pairs_only_when_its_closing_line_is_shown():
     js = "function a() {\n  one();\n  two();\n}\n\nfunction b() {\n  return 2;\n}\n"
     closed = "function a() {\n  // ... existing code ...\n  three();\n}\n"
     _, _, snippet, in_snippet, in_original = definitions_of(js, closed, "javascript")
-    assert _pairs(snippet, in_snippet, in_original) == [(0, 2, 0, 3, False)]
+    assert _pairs(snippet, in_snippet, in_original, set()) == [(0, 2, 0, 3, False)]
     open_ended = "function a() {\n  zero();\n  // ... existing code ...\n"
     _, _, snippet, in_snippet, in_original = definitions_of(js, open_ended, "javascript")
-    assert _pairs(snippet, in_snippet, in_original) == []
+    assert _pairs(snippet, in_snippet, in_original, set()) == []
 
 
 def test_a_new_definition_stays_apart_from_the_old_ones_unless_it_renames_one():
     new = "# ... existing code ...\ndef append(path, text):\n    with open(path, 'a') as f:\n        f.write(text)\n"
     orig, counts, snippet, in_snippet, in_original = definitions_of(ORIGINAL, new, "python")
-    apart = _apart(snippet, in_snippet, in_original, orig, counts)
+    apart = _apart(snippet, in_snippet, in_original, orig, counts, set())
     assert sorted(apart) == [0, 1, 2]  # each of its lines
     assert apart[0].tolist() == [True, True, True, False, False, True, True, True]  # not `load`'s or `save`'s
     renamed = "# ... existing code ...\ndef store(path, text):\n    with open(path, 'w') as f:\n        f.write(text)\n"
     orig, counts, snippet, in_snippet, in_original = definitions_of(ORIGINAL, renamed, "python")
-    apart = _apart(snippet, in_snippet, in_original, orig, counts)
+    apart = _apart(snippet, in_snippet, in_original, orig, counts, set())
     assert not apart[0][5:].any()  # most of `save`'s body is its body: it may be `save` renamed
     assert apart[0][:3].all()
 
@@ -52,7 +53,7 @@ def test_code_between_two_definitions_shown_whole_is_kept_in_a_snippet_without_m
     update = ("def load(path):\n    return open(path).read()\n\n\n"
               "def save(path, text):\n    open(path, 'w').write(text)\n")
     orig, _, snippet, in_snippet, in_original = definitions_of(original, update, "python")
-    pairs = _pairs(snippet, in_snippet, in_original)
+    pairs = _pairs(snippet, in_snippet, in_original, set())
     assert [p[4] for p in pairs] == [True, True]
     _keep_between_whole_definitions(snippet, pairs, orig, lambda key: key.startswith("#"))
     assert snippet.reach[2] == 0 and snippet.reach.count(None) == len(snippet.reach) - 1  # a marker's gap after `load`
@@ -70,3 +71,20 @@ def test_a_flush_left_marker_after_a_blank_line_may_stand_for_the_rest_of_a_meth
     whole = "class T:\n  def test_a(self):\n    code = 10\n\n  # ... existing code ...\n"
     assert merge(py, whole, "python").text == py.replace("    code = 1\n    expected = 2\n    self.check(code, expected)\n",
                                                          "    code = 10\n")
+
+
+JAVA = ("class Repo {\n    public void open() {\n        connect();\n    }\n\n"
+        "    /**\n     * Finds an item by its id.\n     */\n    public Item find(int id) {\n        return items.get(id);\n    }\n}\n")
+
+
+def test_a_definition_its_context_places_beside_its_namesake_is_a_new_overload():
+    overload = ("    public Item find(String name) {\n        return byName.get(name);\n    }\n")
+    update = ("// ... existing code ...\n        connect();\n    }\n\n" + overload
+              + "\n    /**\n     * Finds an item by its id.\n// ... existing code ...\n")
+    orig, counts, snippet, in_snippet, in_original = definitions_of(JAVA, update, "java")
+    assert [d.name for d in _beside_namesakes(snippet, in_snippet, in_original, orig, counts)] == ["find"]
+    assert merge(JAVA, update, "java").text == JAVA.replace("\n    /**", "\n" + overload + "\n    /**")
+    # Shown after the namesake's doc comment, the same definition replaces it.
+    replace = "// ... existing code ...\n     * Finds an item by its id.\n     */\n" + overload + "}\n"
+    orig, counts, snippet, in_snippet, in_original = definitions_of(JAVA, replace, "java")
+    assert not _beside_namesakes(snippet, in_snippet, in_original, orig, counts)
