@@ -30,7 +30,7 @@ from collections import Counter
 from .definitions import definitions, duplicate_declarations, snippet_definitions
 from .instruction import (code_text, deletion_notes, names_to_remove, noted_names, uses, without_change_notes,
                           without_comment_lines)
-from .merge import code_lines, is_marker, marker_keys, merge, unexplained_deletions
+from .merge import closes_block, code_lines, indent_width, is_marker, marker_keys, merge, unexplained_deletions
 from .regions import parse_errors, parser_for
 
 MAX_DROPPED = 0.2
@@ -50,15 +50,25 @@ def _missing_in_order(wanted: list[str], have: list[str]) -> int:
 
 def _changed_whole_definitions(update: str, result: str, language: str) -> list[str]:
     """Names of the definitions the snippet shows whole (with their body, no marker inside or right
-    after) that the result holds with other lines: code was interleaved into them (a new method's header
+    after, as `merge.pairs._shown_whole` reads it) that the result holds with other lines: code was interleaved into them (a new method's header
     read as an edit of the next method's keeps that one's body under the new name)."""
     lines = update.split("\n")
     markers = [n for n, line in enumerate(lines) if is_marker(line) or line.strip() in ("...", "…")]
     shown = snippet_definitions(update, language, [n for n in markers if not lines[n][:1].isspace()])
     names = Counter((d.kind, d.name) for d in shown)
+
+    def whole(d) -> bool:
+        after = d.end_line + 1
+        if not closes_block(lines[d.end_line].strip()):  # a flush-left marker after blank lines may hold the rest
+            while after < len(lines) and not lines[after].strip():
+                after += 1
+            if after not in markers or indent_width(lines[after]) >= indent_width(lines[d.name_line]):
+                after = d.end_line + 1
+        return (d.complete and d.end_line > d.name_line and not any(d.start_line <= m <= after for m in markers)
+                and all(whole(e) for e in shown if d.name_line < e.name_line and e.end_line == d.end_line))
+
     wanted = {(d.kind, d.name): code_lines("\n".join(lines[d.name_line:d.end_line + 1])) for d in shown
-              if d.complete and names[d.kind, d.name] == 1 and d.end_line > d.name_line
-              and not any(d.start_line <= m <= d.end_line + 1 for m in markers)}
+              if names[d.kind, d.name] == 1 and whole(d)}
     if not wanted:
         return []
     out = result.split("\n")

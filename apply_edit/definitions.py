@@ -125,12 +125,18 @@ def _as_code(text: str, language: str) -> bytes:
     return text.encode("utf-8")
 
 
+# Where a snippet lacks its class, error recovery can read `if (x) {...}` as a method named `if`.
+_STATEMENT_KEYWORDS = {"if", "else", "for", "while", "do", "switch", "case", "catch", "try", "finally", "return",
+                       "with", "match", "loop", "foreach", "elif", "unless", "until"}
+
+
 def _definitions_in(root) -> list[Definition]:
     found: list[Definition] = []
 
     def visit(node) -> None:
         for child in node.named_children:
-            if (child.type in _DEFINITIONS or child.type in _BOUND) and (name := _name(child)):
+            if (child.type in _DEFINITIONS or child.type in _BOUND) and (name := _name(child)) \
+                    and name not in _STATEMENT_KEYWORDS:
                 outer = _outer(child)
                 start, (end, column) = outer.start_point[0], outer.end_point
                 end -= 1 if column == 0 and end > start else 0  # a node that ends with its newline

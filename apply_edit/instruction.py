@@ -11,6 +11,7 @@ that still has the name.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from .definitions import definitions
 from .languages import STRING_LITERAL, code_of, spec_of
@@ -116,12 +117,27 @@ def deletion_notes(original: str, update: str, language: str) -> dict[int, set[s
             original_code, snippet_code = (without_comment_lines(text, language) for text in (original, update))
             defined = _defined_names(original, language)
             original_lines = {o.strip() for o in original.split("\n")}
+            around = _definitions_around_context(original, update, language)
         names = {m[0] for m in _NAME.finditer(body)
                  if (_CODE_NAME.search(m[0]) or body[m.end():m.end() + 2] == "()" or m[0] in defined)
-                 and uses(original_code, m[0]) and not uses(snippet_code, m[0])} if _NOTE.search(body) else set()
+                 and uses(original_code, m[0]) and not uses(snippet_code, m[0])
+                 and m[0] not in around} if _NOTE.search(body) else set()
         if names or line.strip() not in original_lines:
             notes[n] = names
     return notes
+
+
+def _definitions_around_context(original: str, update: str, language: str) -> set[str]:
+    """The names of the original's definitions that hold a line the snippet shows as context (a line of
+    code found once in the original, not the definition's first): what the snippet keeps, whatever a note
+    beside it says (`// removed: no longer disable the Twig cache`, inside the class `Twig`)."""
+    if not language:
+        return set()
+    lines = original.split("\n")
+    counts = Counter(line.strip() for line in lines)
+    shown = {line.strip() for line in update.split("\n") if counts[line.strip()] == 1 and len(line.strip()) > 3}
+    return {d.name for d in definitions(original, language)
+            if any(lines[n].strip() in shown for n in range(d.name_line + 1, d.end_line))}
 
 
 def names_to_remove(instruction: str, update: str, language: str, original: str = "") -> set[str]:

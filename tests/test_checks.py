@@ -90,6 +90,10 @@ def test_a_definition_shown_whole_must_be_as_shown():
     assert problems(py, update, good, "python") == []
     interleaved = "class C:\n    def peek(self, k):\n        return self.d.get(k)\n        self.d[k] = v\n"
     assert "it has `peek` with other lines than the snippet shows whole" in problems(py, update, interleaved, "python")
+    # A flush-left marker after a blank line may hold the rest of the last method's body, and the class's.
+    flush = "class C:\n    def put(self, k, v):\n        self.d[k] = v\n\n# ... existing code ...\n"
+    longer = "class C:\n    def put(self, k, v):\n        self.d[k] = v\n        self.n += 1\n"
+    assert problems(longer, flush, longer, "python") == []
 
 
 def test_a_name_the_instruction_removes_must_be_gone():
@@ -204,3 +208,17 @@ def test_a_definition_shown_whole_with_a_change_note_is_held_without_the_note():
     update = "def f(x):\n    # changed: doubled\n    return 2 * x\n\n\n# ... existing code ...\n"
     result = original.replace("    return x\n\n", "    return 2 * x\n\n", 1)
     assert problems(original, update, result, "python") == []
+
+
+def test_a_note_does_not_remove_the_definition_whose_lines_it_stands_among():
+    php = ("<?php\nclass Twig\n{\n    public function render($page)\n    {\n        $vars['content'] = $page->content();\n\n"
+           "        // disable the cache when params are set\n        if ($page->params()) {\n            $this->cache = false;\n"
+           "        }\n\n        $template = $this->template($page);\n        return $template->render($vars);\n    }\n}\n")
+    update = ("<?php\n// ... existing code ...\n        $vars['content'] = $page->content();\n\n"
+              "        // removed: no longer disable the Twig cache when params are set\n\n"
+              "        $template = $this->template($page);\n// ... existing code ...\n")
+    assert deletion_notes(php, update, "php") == {4: set()}  # a note, naming nothing it removes
+    expected = php.replace("        // disable the cache when params are set\n        if ($page->params()) {\n"
+                           "            $this->cache = false;\n        }\n\n", "")
+    assert merge(php, update, "php").text == expected
+    assert problems(php, update, expected, "php") == []

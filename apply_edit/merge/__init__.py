@@ -32,20 +32,22 @@ from ..instruction import names_to_remove, noted_names, without_change_notes
 from ..languages import code_of
 from .align import _align
 from .anchors import _attached_lines, _comment_line
+from .anchors import _closes as closes_block  # public: the checks read definitions as the merge does
 from .blocks import _block_ends, _bracket_ends, _indented_block_ends
 from .doubts import doubts
 from .evidence import UnexplainedRun, unexplained_deletions
 from .pairs import _apart, _beside_namesakes, _keep_between_whole_definitions, _pairs
 from .removals import _removed_lines
 from .render import _render
-from .repairs import (_blank_before_new_code, _dangling_edits, _head_tail_rewrites, _new_block_closers,
-                      _replaced_attached_comments, _rewritten_headers)
+from .repairs import (_blank_before_new_code, _closed_block_edits, _dangling_edits, _head_tail_rewrites,
+                      _new_block_closers, _replaced_attached_comments, _rewritten_headers)
 from .report import HunkPlacement, MergeCandidate, MergeReport, Reading, _report
 from .snippet import _read, _width, code_lines, is_marker, marker_keys, split_lines
+from .snippet import _width as indent_width
 from .twins import _closing_twins, _kept_twins, _realigned, _resumed_lines, _resuming_runs, _rewritten_comment_ends
 
-__all__ = ["HunkPlacement", "MergeCandidate", "MergeReport", "Reading", "UnexplainedRun", "code_lines", "is_marker",
-           "marker_keys", "merge", "split_lines", "unexplained_deletions"]
+__all__ = ["HunkPlacement", "MergeCandidate", "MergeReport", "Reading", "UnexplainedRun", "closes_block", "code_lines",
+           "indent_width", "is_marker", "marker_keys", "merge", "split_lines", "unexplained_deletions"]
 
 
 def merge(original: str, update: str, language: str = "", instruction: str = "",
@@ -79,7 +81,8 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
     defined = {d.name for d in in_original}
     new_definitions = {i for i, n in enumerate(snippet.number)
                        if n in {d.name_line for d in in_snippet if d.name not in defined}}
-    if apart_pairs := _dangling_edits(ops, snippet, orig) + _new_block_closers(ops, snippet_ends, new_definitions):
+    if apart_pairs := (_dangling_edits(ops, snippet, orig) + _new_block_closers(ops, snippet_ends, new_definitions)
+                       + _closed_block_edits(ops, snippet, orig)):
         for i, j in apart_pairs:
             apart.setdefault(i, np.zeros(len(orig), dtype=bool))[j] = True
         ops = align()

@@ -45,6 +45,7 @@ REINDENTED = 0.25  # a match whose indentation differs is worth this much less
 EDITED = -0.5  # a snippet line that replaces a similar original line (worse than a keep and a new line)
 INSERT, INSERT_BLANK = 1.0, 0.2  # a line the original does not have; a line it has costs its match weight
 DELETE, DELETE_BLANK = 1.0, 0.3
+NOTED = 0.1  # deleting where a deletion note stands, as a share of DELETE
 CROSS = 2.5  # keeping a line a marker's indentation says it does not stand for (where its block ends)
 BEYOND = 0.5  # keeping each further such line: many of them are code the snippet did not mean to delete
 OUT_OF_SCOPE = 10.0  # a body's opening line written as new, or its closing line placed inside it
@@ -243,7 +244,9 @@ def _move_costs(table: _Table, i: int) -> np.ndarray:
     snippet lines)."""
     snippet, columns = table.snippet, table.columns
     if _deletes_along(snippet, i):
-        return columns.delete_between
+        # A deletion note between the two lines says lines there go: deleting them costs a tenth, still
+        # enough that the alignment deletes no more than the note's place needs.
+        return columns.delete_between * (NOTED if i in snippet.noted_gaps else 1.0)
     if (reach := _scope(table, i)) is None:  # a piece of the file, or all that comes before / after it
         return np.zeros(table.n)  # (a line the instruction removes is deleted there, see _back_trace)
     cross = columns.prev_width >= reach

@@ -40,6 +40,10 @@ def _names_nothing(key: str) -> bool:
     return all(word in _NAMELESS for word in _WORD.findall(key)) and not _LITERAL.search(key)
 
 
+# A line that closes a block and opens none (`}`, `fi`, `end`, `</div>`; not `} else {` or `) {`).
+_CLOSER = re.compile(r"^(?:[}\])]|end\b|fi\b|done\b|esac\b|</)(?!.*[{(\[:]$)")
+
+
 def _closes(key: str) -> bool:
     """A line that only closes blocks: `}`, `});`, `]`, `end`; not `}, {` or `} {`, which open the next."""
     return bool(key) and _trivial(key) and (key[0] in "})]" or key.rstrip(";") == "end") and key[-1] not in "{(["

@@ -36,12 +36,10 @@ from patiencediff import PatienceSequenceMatcher
 from ..definitions import definitions, snippet_definitions
 from ..instruction import names_to_remove, noted_names, uses, without_change_notes
 from ..languages import code_of
-from .anchors import _comment_line
+from .anchors import _CLOSER, _comment_line
 from .removals import _removed_lines
 from .snippet import _read, _width
 
-# A line that closes a block and opens none (`}`, `fi`, `end`, `</div>`; not `} else {` or `) {`).
-_CLOSER = re.compile(r"^(?:[}\])]|end\b|fi\b|done\b|esac\b|</)(?!.*[{(\[:]$)")
 
 
 @dataclass(frozen=True)

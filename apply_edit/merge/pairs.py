@@ -40,12 +40,17 @@ def _keep_between_whole_definitions(snippet: _Snippet, pairs, orig: list[str], c
             snippet.reach[b1 + 1] = min(_width(snippet.lines[a1]), _width(snippet.lines[a2]))
 
 
-def _shown_whole(d: Definition, snippet: _Snippet) -> bool:
+def _shown_whole(d: Definition, snippet: _Snippet, in_snippet: list[Definition]) -> bool:
     """Whether the snippet shows definition d whole: it parses, no marker inside it or right after it
     (that may be the rest of its body). Nor, where no closing line (`}`, `end`) ends the body, a marker
     after blank lines that is less indented than the header: a flush-left marker, as agents type them,
     stands for lines at any depth, the rest of this body among them (one at the header's depth is the
-    next sibling's place, in the file's own layout)."""
+    next sibling's place, in the file's own layout). Nor where the definition ends with one inside it
+    (its last method) that is not shown whole: the marker that may hold the rest of that one's body may
+    hold the rest of this one's."""
+    if any(d.name_line < e.name_line and e.end_line == d.end_line
+           and not _shown_whole(e, snippet, in_snippet) for e in in_snippet):
+        return False
     shown = dict(zip(snippet.number, snippet.lines))
     after = d.end_line + 1
     header = _width(shown.get(d.name_line, ""))
@@ -88,7 +93,7 @@ def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
         o = by_name[key]
         # Without decorators of its own, the snippet's definition leaves the original's in place.
         start = o.start_line if d.name_line > d.start_line else o.name_line
-        whole = _shown_whole(d, snippet)
+        whole = _shown_whole(d, snippet, in_snippet)
         if whole and d.end_line == d.name_line and o.end_line > o.name_line:
             continue  # a body-less line (Go's `func f()` before a `{` the parser lost) is no whole body
         last = snippet.lines[index[d.end_line]]
@@ -156,7 +161,7 @@ def _apart(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
     found: dict[int, np.ndarray] = {}
     old_bodies: dict[Definition, set[str]] = {}
     for d in in_snippet:
-        if ((d.kind, d.name) in names and d not in beside) or d.name_line not in index or not _shown_whole(d, snippet):
+        if ((d.kind, d.name) in names and d not in beside) or d.name_line not in index or not _shown_whole(d, snippet, in_snippet):
             continue
         lines = [index[n] for n in range(d.name_line, d.end_line + 1) if n in index]
         body = {key for i in lines[1:] if not _trivial(key := snippet.lines[i].strip())}

@@ -6,7 +6,9 @@ Each takes the alignment's ops and hands back ops (or what to align again with):
   (tail) of about its size (`_head_tail_rewrites`, applied to every alignment);
 - an edit that is a new neighbour of the line it edits, not a new version of it, is kept apart from
   that line in the next alignment (`_dangling_edits`), and so is the closing line of a new definition
-  from the original's closing lines (`_new_block_closers`: a new function's `}` is not its class's);
+  from the original's closing lines (`_new_block_closers`: a new function's `}` is not its class's), and
+  so is a header whose block the snippet closes from one whose body the alignment keeps after it
+  (`_closed_block_edits`: a new `if ... fi` is not an edit of the `if` whose body follows);
 - a definition's header (`def build(`, `function build(`) replaces the header of the definition it
   names where the file has one, with all the lines up to where that header's parameters close
   (`_rewritten_headers`);
@@ -23,7 +25,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .anchors import _trivial
+from .anchors import _CLOSER, _trivial
 from .snippet import _Snippet, _width
 
 _LONG_NAME = re.compile(r"[A-Za-z_]\w{5,}")
@@ -40,6 +42,34 @@ def _new_block_closers(ops: list[tuple], snippet_ends: dict[int, int], new_defin
     return [(closer, at[closer][2]) for opener, closer in snippet_ends.items()
             if opener in new_definitions and at.get(opener, ("",))[0] == "ins"
             and at.get(closer, ("",))[0] == "match"]
+
+
+def _closed_block_edits(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list[tuple[int, int]]:
+    """Edits (snippet line, original line) where the snippet line opens a block it closes before the next
+    marker (deeper lines after it, then a closing line as shallow as it, in its hunk: `}`, `fi`, `end`),
+    and the original line opens a body (the next line is deeper) that the alignment keeps: the original's
+    block goes on, headless, after a block that only looks like it."""
+    kept = {op[1] for op in ops if op[0] == "keep"}
+    found = []
+    for op in ops:
+        if op[0] != "edit":
+            continue
+        i, j = op[1], op[2]
+        body = next((k for k in range(j + 1, len(orig)) if orig[k].strip()), None)
+        if body is None or body not in kept or _width(orig[body]) <= _width(orig[j]):
+            continue
+        width, deeper = _width(snippet.lines[i]), False
+        for t in range(i + 1, len(snippet.lines)):
+            if snippet.hunk_of[t] != snippet.hunk_of[i]:
+                break
+            if snippet.lines[t].strip():
+                if _width(snippet.lines[t]) > width:
+                    deeper = True
+                else:
+                    if deeper and _CLOSER.match(snippet.lines[t].strip()):
+                        found.append((i, j))
+                    break
+    return found
 
 
 def _dangling_edits(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list[tuple[int, int]]:

@@ -111,6 +111,8 @@ class _Snippet:
     # first (last) lines go, where without the note the snippet would read as a piece of the file.
     noted_head: bool = False
     noted_tail: bool = False
+    # Gaps (before line i) where a deletion note stood between two code lines: what lies there goes.
+    noted_gaps: frozenset[int] = frozenset()
 
 
 def _parse_snippet(update_lines: list[str], original_keys: set[str], language: str,
@@ -123,8 +125,11 @@ def _parse_snippet(update_lines: list[str], original_keys: set[str], language: s
     content = [n for n, line in enumerate(update_lines) if line.strip() and n not in notes]
     first, last = (content[0], content[-1]) if content else (0, -1)
     in_strings = lines_inside_strings("".join(update_lines), language) if language else set()
+    noted_gaps = set()
     for n, line in enumerate(update_lines[first:last + 1], start=first):
         key = line.strip()
+        if n in notes and lines:
+            noted_gaps.add(len(lines))
         if n in notes or (not key and n - 1 in notes and lines and not lines[-1].strip()):
             continue
         bare = key in ("...", "…") and not (language == "python" and previous.rstrip().endswith(":")
@@ -145,7 +150,8 @@ def _parse_snippet(update_lines: list[str], original_keys: set[str], language: s
             previous = line
     noted_head = reach[0] is None and any(n < first for n in notes)
     noted_tail = reach[-1] is None and any(n > last for n in notes)
-    return _Snippet(lines, hunk_of, reach, number, markers, noted_head, noted_tail)
+    noted_gaps = frozenset(g for g in noted_gaps if g < len(lines))  # between two code lines
+    return _Snippet(lines, hunk_of, reach, number, markers, noted_head, noted_tail, noted_gaps)
 
 
 def _leaves_block(snippet: _Snippet, opener: int, closer: int) -> bool:

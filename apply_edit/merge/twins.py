@@ -8,7 +8,8 @@ match (its twin); `_realigned` aligns again with those matches fixed, round afte
   and so is its end from a line found once (`_kept_twins`); a comment line that ends a hunk of new
   comment lines before a marker (`//`, `//! ````) is its twin further down the comment block the hunk
   rewrites (`_rewritten_comment_ends`); and the first lines after a marker are where the old code
-  resumes: a line found once is not written as new while its original is deleted (`_resumed_lines`),
+  resumes, and the last line before a marker where it goes on: a line found once is not written as new
+  while its original is deleted (`_resumed_lines`),
   and a run of lines the original has in a row is not written as new either (new code latching onto
   copies of old lines had pushed them aside: `_resuming_runs`);
 - a block the snippet opens on a line found once and closes after a marker inside it closes where the
@@ -122,14 +123,20 @@ def _resumed_lines(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
     than a duplicate), or its one instance in the original where the alignment deletes that (new code
     after it latched onto copies of old lines and pushed it aside, whether or not the marker kept any).
     Elsewhere a line written as new and deleted from its place may be moved on purpose (imports put in
-    order)."""
+    order). So is the last line before a marker, where the marker says the old code goes on after it:
+    its one instance, where the alignment deletes that (new code before it took the old lines it ends
+    with as edits)."""
     deleted = {orig[op[1]].strip(): op[1] for op in ops if op[0] == "del"}
     found = {}
     for n, op in enumerate(ops):
-        if op[0] != "ins" or snippet.reach[op[1]] is None or n == 0:
+        if op[0] != "ins" or n == 0:
             continue
         key = snippet.lines[op[1]].strip()
         if _trivial(key):
+            continue
+        if snippet.reach[op[1]] is None:
+            if snippet.reach[op[1] + 1] is not None and key in deleted and counts[key] == 1:
+                found[op[1]] = deleted[key]
             continue
         t = n - 1
         while t >= 0 and ops[t][0] == "keep" and orig[ops[t][1]].strip() != key:
@@ -175,7 +182,8 @@ def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
                    snippet_ends: dict[int, int], original_ends: dict[int, int]) -> dict[int, int]:
     """A block the snippet opens on an original line found once closes where the original's block does.
     With a marker inside, the marker stands for the rest of that block and no more (where the
-    indentation cannot tell, as in a C `switch` whose `case` lines sit at its own depth); shown whole,
+    indentation cannot tell, as in a C `switch` whose `case` lines sit at its own depth), unless it is
+    less indented than the opener (`_shallower_marker`); shown whole,
     it replaces that block, however many old lines that deletes (a trailing marker would otherwise keep
     them and the snippet's closing lines be written twice)."""
     placed = {op[1]: op[2] for op in ops if op[0] == "match"}
@@ -193,12 +201,19 @@ def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
             end = original_ends[end]
         # A marker may hide openers, so brackets alone do not pair lines: the closer sits at its opener's
         # depth, and no marker between them leaves the opener's block (`pairs._leaves_block`).
-        if _leaves_block(snippet, opener, closer):
+        if _leaves_block(snippet, opener, closer) or _shallower_marker(snippet, opener, closer):
             continue
         if _width(snippet.lines[closer]) == _width(snippet.lines[opener]) \
                 and snippet.lines[closer].strip() == orig[end].strip() and placed.get(closer) != end:
             found[closer] = end
     return found
+
+
+def _shallower_marker(snippet: _Snippet, opener: int, closer: int) -> bool:
+    """Whether a marker between the two lines is less indented than the opener: typed flush left, as
+    agents do, it stands for lines at any depth, the opener's block's end and code after it among them."""
+    depth = _width(snippet.lines[opener])
+    return any(snippet.reach[g] is not None and snippet.reach[g] < depth for g in range(opener + 1, closer + 1))
 
 
 def _resuming_runs(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict[int, int]:

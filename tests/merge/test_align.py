@@ -72,3 +72,17 @@ def test_a_snippet_that_starts_with_the_file_first_lines_starts_where_the_file_d
 def test_new_code_after_the_last_marker_ends_the_file():
     orig, _, counts, snippet, _ = _read("a_line()\nb_line()\n", "# ... existing code ...\nc_line()\n", "")
     assert _fixed_columns(snippet, [], counts, orig, [line.strip() for line in orig]).ends_at == {1: 2}
+
+
+def test_lines_between_two_shown_lines_where_a_deletion_note_stands_go_for_free():
+    from apply_edit.merge import merge
+
+    kt = ("fun send(call: Call) {\n    log(\"sending\")\n\n    // buffering defeats streaming\n"
+          "    if (body is StreamContent) {\n        warn(\n            \"buffering a StreamContent \" +\n"
+          "                \"defeats the purpose of streaming. \" +\n                \"Suppress compression.\"\n        )\n"
+          "        metrics.count(\"buffered\")\n        metrics.flush()\n    }\n\n"
+          "    call.respond(body)\n}\n")
+    update = ("// ... existing code ...\n    log(\"sending\")\n\n    // removed the StreamContent buffering warning\n\n"
+              "    call.respond(body)\n}\n")
+    expected = kt[:kt.index("    // buffering")] + kt[kt.index("    call.respond"):]
+    assert merge(kt, update, "kotlin").text == expected

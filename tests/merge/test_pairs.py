@@ -88,3 +88,29 @@ def test_a_definition_its_context_places_beside_its_namesake_is_a_new_overload()
     replace = "// ... existing code ...\n     * Finds an item by its id.\n     */\n" + overload + "}\n"
     orig, counts, snippet, in_snippet, in_original = definitions_of(JAVA, replace, "java")
     assert not _beside_namesakes(snippet, in_snippet, in_original, orig, counts)
+
+
+def test_a_class_ending_in_a_method_not_shown_whole_is_not_shown_whole():
+    py = ("class Service:\n    def __init__(self, session):\n        self.session = session\n\n"
+          "    def url(self, endpoint):\n        params = {'p': 1}\n        params.update(self.extra)\n"
+          "        return make(endpoint, params)\n\n    def channel(self, name):\n        return self.url(name)\n\n\n"
+          "def main():\n    run()\n")
+    # The flush-left marker after `params.update(...)` may hold the rest of `url`, and so of the class.
+    update = ("# ... existing code ...\nclass Service:\n    def __init__(self, session, codecs=None):\n"
+              "        self.session = session\n        self.codecs = codecs\n\n    def url(self, endpoint):\n"
+              "        params = {'p': 1, 'codecs': self.codecs}\n        params.update(self.extra)\n\n# ... existing code ...\n")
+    _, _, snippet, in_snippet, in_original = definitions_of(py, update, "python")
+    whole = {snippet.lines[first].strip() for first, *_, is_whole in _pairs(snippet, in_snippet, in_original, set())
+             if is_whole}
+    assert whole == {"def __init__(self, session, codecs=None):"}  # not the class, nor `url`
+    expected = py.replace("(self, session):\n        self.session = session\n",
+                          "(self, session, codecs=None):\n        self.session = session\n        self.codecs = codecs\n")
+    assert merge(py, update, "python").text == expected.replace("{'p': 1}", "{'p': 1, 'codecs': self.codecs}")
+
+
+def test_a_statement_is_no_definition_where_a_snippet_lacks_its_class():
+    # Without the class around it, tree-sitter recovers `if (...) {...}` as a method named `if`.
+    update = ("  public async close(fn?: () => void): Promise<void> {\n    // ... existing code ...\n\n"
+              "    if (this.server) {\n      return new Promise<void>((resolve) => {\n        resolve();\n      });\n"
+              "    }\n  }\n")
+    assert "if" not in {d.name for d in snippet_definitions(update, "typescript", [])}

@@ -82,3 +82,15 @@ def test_new_code_that_opens_a_hunk_is_set_apart_by_the_blank_line_it_was_placed
     # Shown right after the line it follows, new code stays there.
     shown = "  def a\n    1\n  end\n  LIMIT = 3\n\n  # Says b.\n  # ... existing code ...\n"
     assert merge(rb, shown, "ruby").text == rb.replace("  end\n\n  # Says b.", "  end\n  LIMIT = 3\n\n  # Says b.")
+
+
+def test_a_new_block_the_snippet_closes_is_not_an_edit_of_a_header_whose_body_stays():
+    from apply_edit.merge import merge
+
+    bash = ('pick() {\n\tcount=$(wc -l < list)\n\tif [[ $count == 0 ]]; then\n\t\tdie "none"\n\tfi\n\n'
+            '\tif [[ $verbose == 1 ]]; then\n\t\tcat list\n\tfi\n}\n')
+    update = ('pick() {\n\t# ... existing code ...\n\tif [[ $count == 0 ]]; then\n\t\tdie "none"\n\tfi\n\n'
+              '\tif [[ -n $name ]]; then\n\t\treturn\n\tfi\n\n\t# ... existing code ...\n}\n')
+    # Read as an edit of `if [[ $verbose == 1 ]]`: its body and `fi` would stay, headless.
+    expected = bash.replace('\tif [[ $verbose', '\tif [[ -n $name ]]; then\n\t\treturn\n\tfi\n\n\tif [[ $verbose')
+    assert merge(bash, update, "bash").text == expected

@@ -43,3 +43,30 @@ def test_a_block_opened_on_a_line_found_once_closes_where_the_original_block_doe
     ops = [("match", 0, 0), ("ins", 1), ("ins", 2), ("keep", 1, False), ("keep", 2, False), ("keep", 3, False),
            ("keep", 4, False), ("ins", 3)]
     assert _closing_twins(ops, snippet, orig, Counter(line.strip() for line in orig), {0: 3}, {0: 3}) == {3: 3}
+
+
+def test_a_closing_line_after_a_flush_left_marker_may_close_a_later_block():
+    from apply_edit.merge import merge
+
+    js = ("function norm(config, values, callback) {\n  if (values) {\n    config.values = values\n  }\n"
+          "  if (callback) {\n    config.callback = callback\n  }\n  return config\n}\n")
+    # Typed flush left, the marker stands for lines at any depth: the end of `if (values)` and the
+    # block after it, up to the `}` before `return config`.
+    update = ("// ... existing code ...\nfunction norm(config, values, callback) {\n  config = copy(config)\n"
+              "  if (values) {\n\n// ... existing code ...\n\n  }\n  return config\n}\n")
+    assert merge(js, update, "javascript").text == js.replace("{\n  if (values)", "{\n  config = copy(config)\n  if (values)")
+
+
+def test_the_last_line_before_a_marker_is_where_the_old_code_goes_on():
+    from apply_edit.merge import merge
+
+    rust = ("fn root(p: &Path) -> PathBuf {\n    let root = if p.is_absolute() {\n        p.to_owned()\n    } else {\n"
+            "        let dir = match current_dir() {\n            Some(dir) => dir,\n            None => {\n"
+            "                return PathBuf::new();\n            }\n        };\n        dir.join(p)\n    };\n    root\n}\n")
+    new = ("    } else if p.starts_with(\"~\") {\n        let home = match home_dir() {\n            Some(home) => home,\n"
+           "            None => {\n                return PathBuf::new();\n            }\n        };\n        home.join(p)\n")
+    # The new branch looks like the old one; read as its edit, the old branch's lines go and the
+    # snippet's last lines, its context, are written anew.
+    update = ("// ... existing code ...\n    let root = if p.is_absolute() {\n        p.to_owned()\n" + new
+              + "    } else {\n        let dir = match current_dir() {\n// ... existing code ...\n")
+    assert merge(rust, update, "rust").text == rust.replace("        p.to_owned()\n", "        p.to_owned()\n" + new)
