@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from .regions import parser_for
 
@@ -107,10 +108,18 @@ def _outer(node):
 
 def definitions(text: str, language: str) -> list[Definition]:
     """The named definitions in text, outer ones before the ones inside them."""
+    return list(_definitions_of(text, language))
+
+
+# One apply reads the same original and snippet many times over (merge, readings, checks): each text is
+# parsed once. Trees and definitions are not changed by their readers.
+@lru_cache(maxsize=16)
+def _definitions_of(text: str, language: str) -> tuple[Definition, ...]:
     root = _tree(text, language)
-    return [] if root is None else _definitions_in(root)
+    return () if root is None else tuple(_definitions_in(root))
 
 
+@lru_cache(maxsize=16)
 def _tree(text: str, language: str):
     """The root of text's tree-sitter parse, None without a grammar or text."""
     parser = parser_for(language)
@@ -238,19 +247,20 @@ _STRINGS = {"string", "template_string", "raw_string_literal", "string_literal",
 _COMMENTS = {"comment", "block_comment", "multiline_comment"}
 
 
-def lines_inside_strings(text: str, language: str, comments: bool = False) -> set[int]:
+@lru_cache(maxsize=32)
+def lines_inside_strings(text: str, language: str, comments: bool = False) -> frozenset[int]:
     """Lines wholly inside a multi-line string literal (a docstring's middle lines): indentation there is
     prose, not structure. `comments`: inside a multi-line comment too (a `...` there is prose, not code)."""
     kinds = _STRINGS | _COMMENTS if comments else _STRINGS
-    parser = parser_for(language)
-    if parser is None or not text.strip():
-        return set()
+    root = _tree(text, language)
+    if root is None:
+        return frozenset()
     inside: set[int] = set()
-    stack = [parser.parse(_as_code(text, language)).root_node]
+    stack = [root]
     while stack:
         node = stack.pop()
         if node.type in kinds and node.end_point[0] > node.start_point[0] + 1:
             inside.update(range(node.start_point[0] + 1, node.end_point[0]))
         else:
             stack.extend(node.children)
-    return inside
+    return frozenset(inside)

@@ -97,7 +97,7 @@ class _Writer:
         self.nl = _newline(self.after)
         self.counts = Counter(line.strip() for line in self.before)
         self.comment = comment_start(language)
-        self._inside: set[int] | None = None
+        self._inside: frozenset[int] | None = None
         self.explained = False  # the deletion note says why (the `explained-removal` habit)
 
     # --- what the snippet shows -------------------------------------------------------------------
@@ -140,7 +140,7 @@ class _Writer:
             e += 1
         return s, e
 
-    def _string_lines(self) -> set[int]:
+    def _string_lines(self) -> frozenset[int]:
         """The middle lines of `after`'s multi-line strings and comments."""
         if self._inside is None:
             self._inside = lines_inside_strings(self.edit.after, self.language, comments=True)
