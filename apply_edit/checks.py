@@ -50,8 +50,9 @@ def _missing_in_order(wanted: list[str], have: list[str]) -> int:
 
 def _changed_whole_definitions(update: str, result: str, language: str) -> list[str]:
     """Names of the definitions the snippet shows whole (with their body, no marker inside or right
-    after, as `merge.pairs._shown_whole` reads it) that the result holds with other lines: code was interleaved into them (a new method's header
-    read as an edit of the next method's keeps that one's body under the new name)."""
+    after, as `merge.pairs._shown_whole` reads it) that the result holds with other lines: code was
+    interleaved into them (a new method's header read as an edit of the next method's keeps that one's
+    body under the new name)."""
     lines = update.split("\n")
     markers = [n for n, line in enumerate(lines) if is_marker(line) or line.strip() in ("...", "…")]
     shown = snippet_definitions(update, language, [n for n in markers if not lines[n][:1].isspace()])

@@ -161,7 +161,8 @@ def _apart(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
     found: dict[int, np.ndarray] = {}
     old_bodies: dict[Definition, set[str]] = {}
     for d in in_snippet:
-        if ((d.kind, d.name) in names and d not in beside) or d.name_line not in index or not _shown_whole(d, snippet, in_snippet):
+        if ((d.kind, d.name) in names and d not in beside) or d.name_line not in index \
+                or not _shown_whole(d, snippet, in_snippet):
             continue
         lines = [index[n] for n in range(d.name_line, d.end_line + 1) if n in index]
         body = {key for i in lines[1:] if not _trivial(key := snippet.lines[i].strip())}
