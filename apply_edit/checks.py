@@ -48,6 +48,33 @@ def _missing_in_order(wanted: list[str], have: list[str]) -> int:
     return missing
 
 
+def _lines_the_grammar_misreads(snippet_tree, update: str, original: str) -> frozenset[str]:
+    """The snippet's new code lines (stripped; lines the original lacks) on which its own parse errs within
+    the line (an ERROR or MISSING node, at any depth, starting and ending on it): the grammar cannot read
+    the line's text (`#  if __has_include(<x>)`, a macro before a declaration), so the same error in a
+    result is the new line's, not the merge's placement. An old line erring in the snippet errs there for
+    want of the lines a marker hides (a fragment's closers), which says nothing of the result."""
+    if snippet_tree is None or not snippet_tree.has_error:
+        return frozenset()
+    lines = update.split("\n")
+    misread, stack = set(), [snippet_tree]
+    while stack:
+        node = stack.pop()
+        if (node.is_error or node.is_missing) and node.start_point[0] == node.end_point[0]:
+            misread.add(lines[node.start_point[0]].strip())
+        if node.has_error:
+            stack.extend(node.children)
+    old = {line.strip() for line in original.split("\n")}
+    return frozenset(line for line in misread if line and line not in old and not is_marker(line))
+
+
+def _placement_errors(tree, text: str, excused: frozenset[str]) -> int:
+    """The parse errors of `text` (outermost) but those within one line that the snippet's own parse misreads."""
+    lines = text.split("\n")
+    return sum(1 for node in parse_errors(tree)
+               if not (node.start_point[0] == node.end_point[0] and lines[node.start_point[0]].strip() in excused))
+
+
 def _changed_whole_definitions(update: str, result: str, language: str) -> list[str]:
     """Names of the definitions the snippet shows whole (with their body, no marker inside or right
     after, as `merge.pairs._shown_whole` reads it) that the result holds with other lines: code was
@@ -155,15 +182,15 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     found += by_line.problems()
     parser = parser_for(language)
     # Each text parsed once, for both checks that read its tree.
-    old_tree, new_tree = (parser.parse(text.encode()).root_node if parser is not None and text.strip() else None
-                          for text in (original, result))
+    old_tree, new_tree, snippet_tree = (parser.parse(text.encode()).root_node
+                                        if parser is not None and text.strip() else None
+                                        for text in (original, result, update))
     if old_tree is not None and new_tree is not None and new_tree.has_error:
-        if not old_tree.has_error:
-            found.append(f"it does not parse as {language} (the original does)")
-        else:
-            more = len(list(parse_errors(new_tree))) - len(list(parse_errors(old_tree)))
-            if more > 0:
-                found.append(f"it has {more} more parse error(s) as {language} than the original")
+        excused = _lines_the_grammar_misreads(snippet_tree, update, original)
+        old_errors = _placement_errors(old_tree, original, excused)
+        if (more := _placement_errors(new_tree, result, excused) - old_errors) > 0:
+            found.append(f"it does not parse as {language} (the original does)" if not old_errors else
+                         f"it has {more} more parse error(s) as {language} than the original")
     twice = sorted({name for _, name in duplicate_declarations(new_tree, language)
                     - duplicate_declarations(old_tree, language)})
     if twice:

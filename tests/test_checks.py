@@ -222,3 +222,25 @@ def test_a_note_does_not_remove_the_definition_whose_lines_it_stands_among():
                            "            $this->cache = false;\n        }\n\n", "")
     assert merge(php, update, "php").text == expected
     assert problems(php, update, expected, "php") == []
+
+
+def test_a_line_the_grammar_misreads_in_the_snippet_too_is_no_parse_error_of_the_merge():
+    # tree-sitter's cpp grammar cannot read `__has_include(<x>)`: the snippet's own parse errs on that line.
+    cpp = "#include <string>\n\nint f() {\n  return 1;\n}\n\nint g() {\n  return 2;\n}\n"
+    hunk = "#  if __has_include(<optional>)\n#    include <optional>\n#  endif\n"
+    update = "#include <string>\n" + hunk + "\n// ... existing code ...\n"
+    result = cpp.replace("#include <string>\n", "#include <string>\n" + hunk)
+    assert problems(cpp, update, result, "cpp") == []
+    # An error on a line the snippet parses cleanly is still the result's.
+    broken = result.replace("int g() {\n", "int g() {\n  int x = ;\n")
+    assert problems(cpp, update, broken, "cpp") == ["it does not parse as cpp (the original does)"]
+    # Old lines err in a snippet for want of what its markers hide (a fragment's closers): never excused.
+    from apply_edit.checks import _lines_the_grammar_misreads
+    from apply_edit.regions import parser_for
+
+    js = "it('x', function(done) {\n\tlet t = table({\n\t\tajax: serve,\n\t\tinit: function(s) {\n\t\t\tdone();\n\t\t}\n\t});\n});\n"
+    fragment = ("// ... existing code ...\n\t\tdeferRender: true,\n\t\tajax: serve,\n\t\tinit: function(s) {\n"
+                "\t\t\tdone();\n\t\t}\n\t});\n// ... existing code ...\n")
+    tree = parser_for("javascript").parse(fragment.encode()).root_node
+    assert {"});", "ajax: serve,"} <= _lines_the_grammar_misreads(tree, fragment, "")  # as if all were new
+    assert _lines_the_grammar_misreads(tree, fragment, js) == frozenset()

@@ -90,9 +90,12 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
 
     definition_starts = {d.name_line for d in in_original or (definitions(original, language) if language else [])}
     original_ends = _block_ends(orig, code)
+    # Finders in order of precedence: a run of lines the original has in a row pins where the old code
+    # resumes better than a single line does (`default:` after a marker has many instances; the lines
+    # that follow it in the hunk name the one).
     ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig, counts, definition_starts),
-                           lambda o: _resumed_lines(o, snippet, orig, counts),
                            lambda o: _resuming_runs(o, snippet, orig),
+                           lambda o: _resumed_lines(o, snippet, orig, counts),
                            lambda o: _rewritten_comment_ends(o, snippet, orig, comment),
                            lambda o: _closing_twins(o, snippet, orig, counts, snippet_ends, original_ends)], align)
     ops = _replaced_attached_comments(ops, snippet, orig, comment)
