@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from .apply import METHODS, Applier, ApplyError, ApplyOptions
+from .apply import Applier
+from .request import METHODS, ApplyError, ApplyOptions
 from .cases import EditCase
 from .decide import ApplyRefused, Judge
 from .failures import KINDS, failure_kinds

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .apply import ApplyRequest
+from .request import ApplyRequest
 from .regions import language_for
 
 

@@ -13,8 +13,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .apply import Applier, ApplyError, ApplyRun, ApplyStats
-from .proposers import no_draft
+from .apply import Applier
+from .request import ApplyError, ApplyRun, ApplyStats
+from .engine_api import no_draft
 from .sampling import Sampling
 from .draft_length import AdaptiveK
 from .prompting import IncrementalDetokenizer

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .apply import ACCEPTANCE, DRAFTING, METHODS, PIPELINES, ApplyError, ApplyOptions, ApplyRequest, merge_answer
+from .request import ACCEPTANCE, DRAFTING, METHODS, PIPELINES, ApplyError, ApplyOptions, ApplyRequest, merge_answer
 from .decide import ApplyRefused
 from .prompting import DEFAULT_FORMAT, FORMATS
 
@@ -106,8 +106,12 @@ def _start_run(args, request: ApplyRequest):
 
 def cmd_apply(args) -> int:
     from .files import fingerprint
-    from .service.client import RemoteError
 
+    remote_errors: tuple[type[Exception], ...] = ()  # grpc is imported only for --server
+    if args.server:
+        from .service.client import RemoteError
+
+        remote_errors = (RemoteError,)
     path = Path(args.file)
     original = _read_text(args.file, "file")
     update = _read_text(args.update, "update snippet")
@@ -134,7 +138,7 @@ def cmd_apply(args) -> int:
                 sys.stdout.flush()
             elif progress:
                 progress.update(len(run.text), run.stats.decode.new_tokens)
-    except RemoteError as exc:
+    except remote_errors as exc:
         raise CliError(f"server {args.server}: {exc}" + ("; the file is unchanged" if args.in_place else ""))
     except ApplyRefused as exc:
         raise CliError(f"refused: {exc}" + ("; the file is unchanged" if args.in_place else ""))

@@ -22,27 +22,12 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import torch
 
-from .proposers import Draft, DraftModelSampler, ProposeFn, no_draft
+from .engine_api import BlockRecord, DecodeStats, Draft, DraftLengthPolicy, ProposeFn, Target, no_draft
 from .sampling import GREEDY, Sampling, draw
-
-
-class Target(Protocol):
-    def logits(self, prefix: Sequence[int], block: Sequence[int]) -> torch.Tensor:
-        """ONE forward pass: next-token logits after prefix, prefix+block[:1], ..., prefix+block.
-
-        Shape [len(block) + 1, vocab]. Any monotone scores work for greedy decoding; for sampling they
-        must be log-probabilities up to a per-row constant.
-        """
-
-
-class DraftLengthPolicy(Protocol):
-    def next_k(self, context: int) -> int: ...
-
-    def feedback(self, draft: Draft, accepted: int) -> None: ...
 
 
 class FixedK:
@@ -56,39 +41,6 @@ class FixedK:
 
     def feedback(self, draft: Draft, accepted: int) -> None:
         pass
-
-
-
-
-@dataclass
-class BlockRecord:
-    drafted: int
-    accepted: int
-    emitted: int
-    seconds: float
-
-
-@dataclass
-class DecodeStats:
-    target_passes: int = 0
-    drafted_tokens: int = 0
-    accepted_tokens: int = 0
-    new_tokens: int = 0
-    ttft_s: float = 0.0  # from the start of decoding to the first emitted token (includes prefill)
-    total_s: float = 0.0
-    prefill_s: float = 0.0  # the first target pass: the prompt (or what is not cached of it) + first token
-    prompt_cached: int = 0  # prompt tokens read from the target's prefix store, not prefilled
-    threads: int = 0  # torch threads the request ran on (models/threads.py)
-    propose_s: float = 0.0  # time spent inside the proposer
-    blocks: list[BlockRecord] = field(default_factory=list)
-
-    @property
-    def tokens_per_pass(self) -> float:
-        return self.new_tokens / self.target_passes if self.target_passes else 0.0
-
-    @property
-    def acceptance_rate(self) -> float:
-        return self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else 0.0
 
 
 class Decoding:
@@ -250,6 +202,23 @@ def sample_decode(target: Target, prompt: Sequence[int], max_new: int, rng: rand
     """Plain sampling from the target: the reference speculative_sample must match in distribution."""
     sampling = Sampling(temperature=temperature, top_p=top_p)
     return Decoding(target, no_draft, prompt, max_new, k=0, sampling=sampling, rng=rng, eos=eos).run()
+
+
+class DraftModelSampler:
+    """Drafts by sampling from a small model, reporting its (warped) distributions for exact acceptance."""
+
+    def __init__(self, model, sampling: Sampling, rng: random.Random):
+        self.model, self.sampling, self.rng = model, sampling, rng
+
+    def draft(self, seq: Sequence[int], k: int) -> Draft:
+        seq, tokens, rows = list(seq), [], []
+        for _ in range(k):
+            probs = self.sampling.probs(torch.log(torch.as_tensor(self.model.next_dist(seq), dtype=torch.float64)))
+            tok = draw(probs, self.rng)
+            tokens.append(tok)
+            rows.append(probs)
+            seq.append(tok)
+        return Draft(tokens, torch.stack(rows) if rows else None)
 
 
 def speculative_sample(target: Target, draft, prompt: Sequence[int], max_new: int, k: int, rng: random.Random,

@@ -20,33 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .proposers import Draft
+from .engine_api import CostCurve, Draft
 
 # No 0: a policy that stops drafting never learns that drafting pays again.
 CANDIDATE_K = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64)
-
-
-def _interpolate(points: dict[int, float], x: int) -> float:
-    """Piecewise linear through the points; flat below the first, the last slope (at least 0) beyond."""
-    xs = sorted(points)
-    if x <= xs[0] or len(xs) == 1:
-        return points[xs[0]]
-    for lo, hi in zip(xs, xs[1:]):
-        if x <= hi:
-            w = (x - lo) / (hi - lo)
-            return points[lo] * (1 - w) + points[hi] * w
-    last, before = xs[-1], xs[-2]
-    return points[last] + max(0.0, (points[last] - points[before]) / (last - before)) * (x - last)
-
-
-@dataclass
-class CostCurve:
-    """Seconds per verify pass by context length and drafted tokens (piecewise linear in both)."""
-
-    points: dict[int, dict[int, float]]  # context -> k -> seconds
-
-    def __call__(self, k: int, context: int = 0) -> float:
-        return _interpolate({c: _interpolate(by_k, k) for c, by_k in self.points.items()}, context)
 
 
 def expected_tokens(alpha: float, k: int) -> float:

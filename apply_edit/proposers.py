@@ -1,45 +1,20 @@
-"""Proposers: pure token logic that guesses the next tokens, and the `Draft` they hand the engine.
+"""Proposers: pure token logic that guesses the next tokens, handing the engine a `Draft`
+(`engine_api.py`).
 
 A proposer is a callable ``(seq, k) -> tokens``; one that knows more about its guess also has
-``.draft(seq, k) -> Draft``: the distributions it sampled from (a sampling drafter), or where in its
-reference a copy came from and how much output matched there (the copy drafter, for the k policy).
+``.draft(seq, k) -> Draft``: where in its reference a copy came from and how much output matched there
+(the copy drafter, for the k policy).
 """
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
-import torch
 
-from .sampling import Sampling, draw
+from .engine_api import Draft
 
-__all__ = ["Draft", "DraftModelSampler", "ProposeFn", "SuffixArrayProposer", "draft_model_proposer", "no_draft",
-           "suffix_array"]
-
-
-@dataclass
-class Draft:
-    """A proposal: the drafted tokens, and what the drafter knows about them."""
-
-    tokens: list[int]
-    # probs[i] is the distribution tokens[i] was drawn from (already warped like the target's).
-    # None means point masses: the drafter proposes deterministically (copying, greedy drafting).
-    probs: torch.Tensor | None = None
-    # Copy drafting: the position in the proposer's reference the tokens were copied from (None: not a
-    # copy), and how many tokens of output matched the reference right before it (what the copy rests on).
-    source: int | None = None
-    match: int = 0
-
-
-ProposeFn = Callable[[Sequence[int], int], Sequence[int]]
-
-
-def no_draft(seq: Sequence[int], k: int) -> list[int]:
-    """The empty proposer: speculative decoding with it is plain decoding, one pass per token."""
-    return []
+__all__ = ["SuffixArrayProposer", "draft_model_proposer", "suffix_array"]
 
 
 def suffix_array(text: np.ndarray) -> np.ndarray:
@@ -194,20 +169,3 @@ def draft_model_proposer(model):
         return out
 
     return propose
-
-
-class DraftModelSampler:
-    """Drafts by sampling from a small model, reporting its (warped) distributions for exact acceptance."""
-
-    def __init__(self, model, sampling: Sampling, rng: random.Random):
-        self.model, self.sampling, self.rng = model, sampling, rng
-
-    def draft(self, seq: Sequence[int], k: int) -> Draft:
-        seq, tokens, rows = list(seq), [], []
-        for _ in range(k):
-            probs = self.sampling.probs(torch.log(torch.as_tensor(self.model.next_dist(seq), dtype=torch.float64)))
-            tok = draw(probs, self.rng)
-            tokens.append(tok)
-            rows.append(probs)
-            seq.append(tok)
-        return Draft(tokens, torch.stack(rows) if rows else None)

@@ -59,7 +59,7 @@ def rss_mib(pid: int) -> float:
 
 def long_apply():
     """An apply the small model streams for many seconds (one token per verify pass): time to cut it."""
-    from apply_edit.apply import ApplyOptions
+    from apply_edit.request import ApplyOptions
 
     return ApplyOptions(method="plain", max_new_tokens=1000)
 

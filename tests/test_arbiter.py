@@ -6,11 +6,12 @@ import threading
 import pytest
 import torch
 
-from apply_edit.apply import Applier, ApplyOptions, ApplyRequest
+from apply_edit.apply import Applier
+from apply_edit.request import ApplyOptions, ApplyRequest
 from apply_edit.arbiter import WEIGHED, window
 from apply_edit.merge.report import READING_KINDS
 from apply_edit.models import FunctionModel
-from apply_edit.models.target import Interrupted
+from apply_edit.engine_api import Interrupted
 
 LINES = [f"line {i}\n" for i in range(40)]
 

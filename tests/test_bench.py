@@ -103,7 +103,8 @@ def test_prefix_store_summary_sets_each_method_against_the_cold_apply():
 
 @pytest.mark.model
 def test_a_session_of_edits_to_one_file_reads_what_the_earlier_ones_stored():
-    from apply_edit.apply import Applier, ApplyOptions
+    from apply_edit.apply import Applier
+    from apply_edit.request import ApplyOptions
     from apply_edit.models.transformers_target import TransformersTarget
 
     first = load_cases(FIXTURES, ["py_multi_hunk_dataclass"])[0]
@@ -123,7 +124,7 @@ def test_a_session_of_edits_to_one_file_reads_what_the_earlier_ones_stored():
 
 
 def test_a_case_the_model_cannot_take_is_recorded_as_refused_and_the_run_goes_on():
-    from apply_edit.apply import ApplyError, ApplyOptions
+    from apply_edit.request import ApplyError, ApplyOptions
     from apply_edit.bench import run_case
 
     class TooLong:

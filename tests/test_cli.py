@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from apply_edit.apply import ApplyRequest
 from apply_edit.cli import main
+from apply_edit.request import ApplyRequest
 from conftest import FIXTURES
 
 
@@ -25,6 +25,21 @@ def test_a_sound_merge_is_written_without_provisioning_or_loading_the_model(tmp_
     # A mistyped --model is still an error, with no traceback, although the merge needs no model.
     assert main(["apply", str(f), "--update", str(src / "update.py"), "--model", "qwen-nope"]) == 1
     assert "unknown model 'qwen-nope'" in capsys.readouterr().err
+
+
+def test_an_apply_the_merge_answers_never_imports_torch(tmp_path):
+    # Importing torch is most of such an apply's time: the merge path must not reach it (nor grpc,
+    # nor transformers). A fresh interpreter, so that no other test's imports count.
+    src = FIXTURES / "py_edit_loop_body"
+    f = tmp_path / "original.py"
+    f.write_text((src / "original.py").read_text())
+    script = ("import sys\nfrom apply_edit.cli import main\n"
+              f"assert main(['apply', {str(f)!r}, '--update', {str(src / 'update.py')!r}, '-i']) == 0\n"
+              "print(sorted(m for m in ('torch', 'transformers', 'grpc') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"  # after the diff -i prints
+    assert f.read_text() == (src / "expected.py").read_text()
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -3,7 +3,7 @@
 
 import pytest
 
-from apply_edit.apply import ApplyRun, ApplyStats
+from apply_edit.request import ApplyRun, ApplyStats
 from apply_edit.decide import ApplyRefused, Judge, first_difference_line
 from apply_edit.merge import merge
 from apply_edit.prompting import IncrementalDetokenizer, OutputExtractor
@@ -132,7 +132,7 @@ def test_an_unsure_merge_says_which_reading_it_chose():
 
 
 def test_the_merge_pipeline_answers_or_refuses_without_the_model():
-    from apply_edit.apply import ApplyOptions, ApplyRequest, merge_answer
+    from apply_edit.request import ApplyOptions, ApplyRequest, merge_answer
 
     sound = merge_answer(ApplyRequest(ORIGINAL, UPDATE, language="python"), ApplyOptions(pipeline="merge"))
     assert sound.result() == MERGED and sound.stats.path == "merge" and not sound.needs_model

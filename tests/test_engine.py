@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from apply_edit.decoding import Decoding, greedy_decode, sample_decode, speculative_greedy, speculative_sample
-from apply_edit.proposers import Draft, no_draft
+from apply_edit.engine_api import Draft, no_draft
 from apply_edit.sampling import Sampling
 from apply_edit.models import FunctionModel
 from apply_edit.proposers import draft_model_proposer

@@ -25,7 +25,7 @@ import torch
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from apply_edit import cli
-from apply_edit.apply import ApplyOptions
+from apply_edit.request import ApplyOptions
 from apply_edit.cases import EditCase, load_case
 from apply_edit.models.transformers_target import TransformersTarget
 from apply_edit.service.client import RemoteRun, request_message

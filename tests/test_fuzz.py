@@ -41,11 +41,12 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
-from apply_edit.decoding import Decoding, greedy_decode, speculative_greedy
-from apply_edit.draft_length import AdaptiveK, CostCurve, RegionAdaptiveK
+from apply_edit.decoding import Decoding, DraftModelSampler, greedy_decode, speculative_greedy
+from apply_edit.draft_length import AdaptiveK, RegionAdaptiveK
 from apply_edit.models import FunctionModel
+from apply_edit.engine_api import CostCurve, Draft, no_draft
 from apply_edit.prompting import TextStop
-from apply_edit.proposers import Draft, DraftModelSampler, SuffixArrayProposer, draft_model_proposer, no_draft
+from apply_edit.proposers import SuffixArrayProposer, draft_model_proposer
 from apply_edit.sampling import Sampling
 from conftest import run_hypothesis, wait_until
 
@@ -543,7 +544,7 @@ def float32_edges():
 @st.composite
 def options_message(draw, valid: bool):
     """Options a client might send (`valid`: only values the server accepts) or anything at all."""
-    from apply_edit.apply import METHODS
+    from apply_edit.request import METHODS
     from apply_edit.v1 import apply_edit_pb2 as pb
 
     o = pb.ApplyOptions(max_new_tokens=draw(st.integers(1, 8)))
@@ -708,7 +709,7 @@ def maybe_too_long(msg) -> bool:
 def violations(msg) -> list[str]:
     """Reasons the server must refuse `msg` (pieces of its INVALID_ARGUMENT message); [] means it must run
     (or, where `maybe_too_long`, may be refused as too long for the model)."""
-    from apply_edit.apply import DRAFTING, METHODS
+    from apply_edit.request import DRAFTING, METHODS
 
     size = sum(len(s.encode()) for s in (msg.original, msg.update, msg.instruction))
     if size > MAX_REQUEST_BYTES:

@@ -10,7 +10,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from apply_edit.apply import Applier, ApplyOptions
+from apply_edit.apply import Applier
+from apply_edit.request import ApplyOptions
 from apply_edit.cases import load_case
 from apply_edit.models.transformers_target import TransformersTarget
 from conftest import FIXTURES, http_server, long_chat, wait_until
@@ -249,7 +250,7 @@ def test_the_http_bench_gives_the_in_process_output_and_times_what_http_adds(ser
 
 
 def test_warm_reads_a_file_ahead_and_a_repeated_prompt_start_is_not_read_again(server):
-    from apply_edit.apply import ApplyRequest
+    from apply_edit.request import ApplyRequest
 
     original = (FIXTURES / "go_add_struct_method" / "original.go").read_text()  # ~800 tokens
     status, _, body = post(server, "/v1/code/warm", {"initialCode": original, "path": "store.go"})

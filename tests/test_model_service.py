@@ -3,7 +3,7 @@ thread at once; everything a model run does, from starting it to closing it, hap
 
 import threading
 
-from apply_edit.apply import ApplyOptions, merge_answer
+from apply_edit.request import ApplyOptions, merge_answer
 from apply_edit.cases import load_case
 from apply_edit.service.core import ModelService
 from apply_edit.service.metrics import Metrics

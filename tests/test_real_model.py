@@ -3,9 +3,11 @@
 import pytest
 import torch
 
-from apply_edit.apply import Applier, ApplyOptions, ApplyError
+from apply_edit.apply import Applier
+from apply_edit.request import ApplyError, ApplyOptions
 from apply_edit.cases import load_case
-from apply_edit.models.transformers_target import PREFILL_CHUNK, Interrupted, TransformersTarget
+from apply_edit.engine_api import Interrupted
+from apply_edit.models.transformers_target import PREFILL_CHUNK, TransformersTarget
 from conftest import FIXTURES
 
 pytestmark = pytest.mark.model
@@ -222,7 +224,8 @@ def test_every_drafting_mode_equals_plain_greedy(applier, drafting):
 
 
 def test_the_model_writing_the_whole_file_is_bounded_in_time(applier):
-    from apply_edit.apply import ApplyRefused, ApplyRequest
+    from apply_edit.decide import ApplyRefused
+    from apply_edit.request import ApplyRequest
 
     request = ApplyRequest("def f():\n    return 1\n", "def f(:\n    return 2\n", language="python")
     assert not request.judge.merge_sound  # the model has to write it

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from apply_edit.apply import Applier, ApplyOptions
+from apply_edit.apply import Applier
+from apply_edit.request import ApplyOptions
 from apply_edit.cases import load_cases
 from apply_edit.models.transformers_target import TransformersTarget, default_dtype
 from conftest import FIXTURES

@@ -5,7 +5,8 @@ test is everything around it (the real model's path is in test_real_model.py).""
 
 import pytest
 
-from apply_edit.apply import Applier, ApplyOptions
+from apply_edit.apply import Applier
+from apply_edit.request import ApplyOptions
 from apply_edit.cases import load_case
 from apply_edit.decide import ApplyRefused
 from apply_edit.models import FunctionModel
@@ -66,7 +67,7 @@ def test_a_model_answer_that_fails_the_checks_is_refused_where_the_merge_is_unso
 
 
 def test_a_plan_is_built_once_with_the_documents_placed_and_a_warm_up_needs_a_prefix_store():
-    from apply_edit.apply import ApplyRequest, NoPrefixStore
+    from apply_edit.request import ApplyRequest, NoPrefixStore
 
     case = load_case(FIXTURES / "py_add_method")
     applier = Applier(answering(case.expected), ByteTokenizer())

@@ -9,7 +9,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from apply_edit.apply import ApplyOptions
+from apply_edit.request import ApplyOptions
 from apply_edit.cases import load_case
 from apply_edit.cli import main
 from apply_edit.service.client import RemoteError, RemoteRun, connect, request_message

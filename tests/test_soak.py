@@ -14,7 +14,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2
 
-from apply_edit.apply import ApplyOptions
+from apply_edit.request import ApplyOptions
 from apply_edit.bench import Record
 from apply_edit.cases import load_case
 from apply_edit.service.load import load_summary

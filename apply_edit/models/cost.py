@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from ..draft_length import CostCurve
+from ..engine_api import CostCurve
 from ..files import write_atomic
 
 COST_CONTEXTS = (1000, 6000)  # two points give the slope; attention is linear in context beyond

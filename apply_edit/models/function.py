@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from ..draft_length import CostCurve
+from ..engine_api import CostCurve
 
 
 class FunctionModel:

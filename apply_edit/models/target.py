@@ -6,15 +6,12 @@ the vocabulary) implements it for fast tests of the whole path without a model.
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-from ..draft_length import CostCurve
-
-
-class Interrupted(Exception):
-    """`interrupt()` said stop while a long prompt was being read; the cache holds what was read so far."""
+    from ..engine_api import CostCurve
 
 
 class Target(Protocol):

@@ -9,11 +9,10 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
-from ..draft_length import CostCurve
+from ..engine_api import CostCurve, Interrupted
 from .cost import cached_cost
 from .prefix_cache import PrefixCache
 from .registry import DEFAULT_MODEL, cache_root, resolve
-from .target import Interrupted
 
 # bf16 only where the CPU multiplies it in hardware tiles (AMX). Measured on 2-core CPUs, Qwen2.5-Coder-0.5B:
 # with AMX bf16 prefills 2.5x faster than fp32 and verifies blocks far cheaper; with avx512_bf16 but no AMX,

@@ -10,7 +10,7 @@ from typing import Iterator
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from ..apply import ApplyOptions, ApplyRequest, ApplyStats
+from ..request import ApplyOptions, ApplyRequest, ApplyStats
 from ..decide import ApplyRefused
 from ..v1 import apply_edit_pb2 as pb
 from ..v1 import apply_edit_pb2_grpc as pb_grpc

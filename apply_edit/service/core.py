@@ -23,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from ..apply import Applier, ApplyRequest, ApplyRun, ApplyStats
+from ..apply import Applier
+from ..request import ApplyRequest, ApplyRun, ApplyStats
 from .metrics import Metrics
 
 

@@ -38,7 +38,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from ..apply import Applier, ApplyError, ApplyOptions, ApplyRequest, ApplyRun, NoPrefixStore, merge_answer
+from ..apply import Applier
+from ..request import ApplyError, ApplyOptions, ApplyRequest, ApplyRun, NoPrefixStore, merge_answer
 from ..chat import ChatOptions, stream_chat
 from ..decide import ApplyRefused
 from ..languages import KNOWN_LANGUAGES

@@ -8,7 +8,7 @@ import statistics
 import threading
 import time
 
-from ..apply import ApplyOptions
+from ..request import ApplyOptions
 from ..bench import Record
 from ..cases import EditCase
 from .client import RemoteError, RemoteRun

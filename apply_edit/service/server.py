@@ -23,7 +23,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from ..apply import Applier, ApplyOptions
+from ..apply import Applier
+from ..request import ApplyOptions
 from ..models.threads import choose_threads
 from ..models.transformers_target import TransformersTarget
 from .client import keepalive_options

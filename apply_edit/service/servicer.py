@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import grpc
 from google.protobuf.message import DecodeError
 
-from ..apply import METHODS, ApplyError, ApplyOptions, ApplyRequest, ApplyStats, NoPrefixStore, merge_answer
+from ..request import METHODS, ApplyError, ApplyOptions, ApplyRequest, ApplyStats, NoPrefixStore, merge_answer
 from ..decide import ApplyRefused
 from ..languages import KNOWN_LANGUAGES, language_of
 from ..prompting import text_bytes
