@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Callable, Iterable, Iterator, Sequence
 
 import torch

@@ -2,7 +2,8 @@
 
 A policy is asked `next_k(context)` (tokens in the sequence so far) before each block and told
 `feedback(draft, accepted)` after it (the `Draft` says where a copy came from). The engine knows nothing
-else about it (regions, costs and acceptance estimates live here; a plain k is the engine's `FixedK`).
+else about it (regions and acceptance estimates live here; the cost curve is what a target reports,
+`engine_api.CostCurve`; a plain k is the engine's `FixedK`).
 
 The adaptive policy keeps an estimate α of the chance that the next drafted token is accepted, and picks
 the k that maximises expected emitted tokens per second of target time:
@@ -17,8 +18,6 @@ tokens of context and ~7x at 10,000).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from .engine_api import CostCurve, Draft
 
