@@ -19,7 +19,7 @@ from .arbiter import WEIGHED, Arbiter
 from .decide import ApplyRefused, Judge, Outcome
 from .engine_api import DecodeStats, Interrupted
 from .merge import MergeCandidate, merge
-from .prompting import FORMATS, DEFAULT_FORMAT, IncrementalDetokenizer, OutputExtractor
+from .prompting import DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor
 from .regions import language_for
 
 if TYPE_CHECKING:
