@@ -181,11 +181,11 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     by_line.feed(result)
     found += by_line.problems()
     parser = parser_for(language)
-    # Each text parsed once, for both checks that read its tree.
-    old_tree, new_tree, snippet_tree = (parser.parse(text.encode()).root_node
-                                        if parser is not None and text.strip() else None
-                                        for text in (original, result, update))
+    # Each text parsed once, for both checks that read its tree; the snippet only where the result errs.
+    old_tree, new_tree = (parser.parse(text.encode()).root_node if parser is not None and text.strip() else None
+                          for text in (original, result))
     if old_tree is not None and new_tree is not None and new_tree.has_error:
+        snippet_tree = parser.parse(update.encode()).root_node if update.strip() else None
         excused = _lines_the_grammar_misreads(snippet_tree, update, original)
         old_errors = _placement_errors(old_tree, original, excused)
         if (more := _placement_errors(new_tree, result, excused) - old_errors) > 0:
