@@ -402,15 +402,24 @@ def prefix_store_summary(records: list[Record], methods: list[str]) -> str:
 
 
 def write_json(records: list[Record], path: str | Path) -> None:
-    write_atomic(Path(path), json.dumps([r.to_json() for r in records], indent=1) + "\n")
+    """The records as JSON; an output equal to plain greedy's (identical_to_plain) is written once, in plain's
+    record (a run of several methods over the fixtures would otherwise hold each wrong output per method)."""
+    rows = [r.to_json() for r in records]
+    for row in rows:
+        if row.get("identical_to_plain") and row["method"] != "plain":
+            row.pop("output", None)
+    write_atomic(Path(path), json.dumps(rows, indent=1) + "\n")
 
 
 def completed_records(path: str | Path, methods: list[str], cases: list[EditCase]) -> list[Record]:
     """The records of a previous run's JSON for those of `cases` it completed with every one of `methods`: a
     long bench can be stopped and resumed without redoing them (each case's methods still run side by side)."""
     expected = {c.name: c.expected for c in cases}
-    records = [Record.from_json(d, expected[d["case"]]) for d in json.loads(Path(path).read_text())
-               if d["case"] in expected]
+    rows = [d for d in json.loads(Path(path).read_text()) if d["case"] in expected]
+    # An output left out is the case's expected file, or plain's output where it is identical to that.
+    plain = {d["case"]: d["output"] for d in rows if d["method"] == "plain" and "output" in d}
+    records = [Record.from_json(d, plain.get(d["case"], expected[d["case"]]) if d.get("identical_to_plain")
+                                else expected[d["case"]]) for d in rows]
     by_case: dict[str, dict[str, Record]] = {}
     for r in records:
         by_case.setdefault(r.case, {})[r.method] = r

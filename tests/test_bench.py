@@ -45,6 +45,16 @@ def test_records_write_no_exact_output_and_a_resume_restores_it_from_the_case(tm
     assert completed_records(tmp_path / "run.json", ["merge"], cases[1:]) == [wrong]
 
 
+def test_records_write_an_output_identical_to_plain_once_and_a_resume_restores_it(tmp_path):
+    cases = load_cases(FIXTURES, ["go_add_struct_method"])
+    plain = Record(cases[0].name, "plain", 0.1, 0.1, 9, 9, "a wrong file\n", False, identical_to_plain=True)
+    spec = Record(cases[0].name, "spec", 0.1, 0.1, 3, 9, "a wrong file\n", False, identical_to_plain=True)
+    merge = Record(cases[0].name, "merge", 0.1, 0.1, 0, 0, cases[0].expected, True, identical_to_plain=False)
+    write_json([plain, spec, merge], tmp_path / "run.json")
+    assert (tmp_path / "run.json").read_text().count("a wrong file") == 1
+    assert completed_records(tmp_path / "run.json", ["plain", "spec", "merge"], cases) == [plain, spec, merge]
+
+
 def timed(case, method, wall, decode, tokens, passes, overhead=0.0):
     return Record(case, method, wall, 0.1, passes, tokens, "", True,
                   stats={"decode_s": decode, "propose_s": overhead, "plan_s": 0.0})

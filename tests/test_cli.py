@@ -152,10 +152,11 @@ def test_bench_runs_methods_side_by_side_and_writes_records(tmp_path, capsys):
     assert judged["path"] in ("model", "model+merge", "merge", "refused")
     records = records[:3]
     for r in records:
-        for key in ("case", "method", "wall_s", "ttft_s", "target_passes", "new_tokens", "output", "exact"):
+        for key in ("case", "method", "wall_s", "ttft_s", "target_passes", "new_tokens", "exact"):
             assert key in r
     plain, lookup, spec = records
-    assert spec["identical_to_plain"] is True and spec["output"] == plain["output"]
+    # 80 tokens are not the file: plain's output is written, and once (spec's is the same text).
+    assert "output" in plain and spec["identical_to_plain"] is True and "output" not in spec
     assert spec["target_passes"] < plain["target_passes"] == plain["new_tokens"]
     table = capsys.readouterr().out
     assert "vs plain" in table and "ts_small_file_whole_rewrite" in table
