@@ -783,3 +783,21 @@ def test_a_flush_left_snippet_that_wraps_a_line_in_a_new_block_keeps_it_deeper()
     expected = sh.replace("        CFLAGS+=\" -fembed-bitcode\"\n", "        if [[ \"$XCODE\" -lt 16 ]]; then\n"
                           "          CFLAGS+=\" -fembed-bitcode\"\n        fi\n")
     assert merge(sh, "# ... existing code ...\n" + update, "bash").text == expected
+
+
+def test_a_line_the_snippet_shows_twice_and_the_original_once_does_not_pin_its_hunk():
+    # `this.items.clear();` is found once in the file (in clear()), but the snippet adds it in two methods: it
+    # is new code at least once, so it cannot say where the first hunk goes (slice(), by its other lines).
+    js = ("class Store {\n  clear() {\n    this.items.clear();\n\n    return this;\n  }\n\n  get(key) {\n    try {\n"
+          "      return this.items.get(key);\n    } catch (e) {\n      throw new StoreError('failed to read', e);\n"
+          "    }\n  }\n\n  slice(a, b) {\n    let part;\n    try {\n      part = this.items.slice(a, b);\n"
+          "    } catch (e) {\n      throw new StoreError('failed to read', e);\n    }\n\n    this.items = part;\n\n"
+          "    return this;\n  }\n\n  reset(other) {\n    this.items = other;\n    return this;\n  }\n}\n")
+    update = ("// ... existing code ...\n    try {\n      copied = this.items.slice(a, b).map(copyOf);\n"
+              "    } catch (e) {\n      throw new StoreError('failed to read', e);\n    }\n\n    this.items.clear();\n"
+              "    this.items = copied;\n\n    return this;\n  }\n// ... existing code ...\n  reset(other) {\n"
+              "    this.items.clear();\n    this.items = other;\n// ... existing code ...\n")
+    expected = (js.replace("      part = this.items.slice(a, b);\n", "      copied = this.items.slice(a, b).map(copyOf);\n")
+                .replace("    this.items = part;\n", "    this.items.clear();\n    this.items = copied;\n")
+                .replace("    this.items = other;\n", "    this.items.clear();\n    this.items = other;\n"))
+    assert merge(js, update, "javascript").text == expected

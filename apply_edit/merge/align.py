@@ -208,8 +208,10 @@ class _Table:
     src: np.ndarray = field(init=False)  # per cell: the column its row was entered on, on that path
     how: np.ndarray = field(init=False)  # per cell: how its row was entered: 0 insert, 1 match, 2 edit
     positions: np.ndarray = field(init=False)  # the column numbers
+    shown: Counter = field(init=False)  # the snippet's stripped lines, counted
 
     def __post_init__(self) -> None:
+        self.shown = Counter(line.strip() for line in self.snippet.lines)
         self.score = np.full((self.m + 1, self.n + 1), _NEG)
         self.src = np.zeros((self.m + 1, self.n + 1), dtype=np.int32)
         self.how = np.zeros((self.m + 1, self.n + 1), dtype=np.int8)
@@ -298,15 +300,17 @@ def _move_along_row(table: _Table, i: int, cand: np.ndarray) -> None:
             table.score[i, stop + 1:] = _NEG
 
 
-def _line_weights(key: str, counts: Counter) -> tuple[float, float]:
-    """(what matching the stripped snippet line `key` is worth, what writing it as new costs)."""
+def _line_weights(key: str, counts: Counter, shown: Counter) -> tuple[float, float]:
+    """(what matching the stripped snippet line `key` is worth, what writing it as new costs). `shown`
+    counts the snippet's lines: a line is unique only where both have it once (a line the snippet shows
+    twice and the original has once is new code at least once, and says nothing about where its hunk goes)."""
     if not key:
         return BLANK, INSERT_BLANK
     if key not in counts:
         return 0.0, INSERT
     if _trivial(key):
         return TRIVIAL, TRIVIAL
-    weight = UNIQUE if counts[key] == 1 and not _names_nothing(key) else COMMON
+    weight = UNIQUE if counts[key] == 1 and shown[key] == 1 and not _names_nothing(key) else COMMON
     return weight, weight
 
 
@@ -317,7 +321,7 @@ def _enter_row(table: _Table, i: int) -> np.ndarray:
     columns, gaps = table.columns, table.gaps
     line = table.snippet.lines[i - 1]
     key, prev = line.strip(), table.score[i - 1]
-    weight, insert = _line_weights(key, table.counts)
+    weight, insert = _line_weights(key, table.counts, table.shown)
     cand = prev - (DUPLICATE if i - 1 in table.context else insert)
     if key:
         cand = cand - columns.splits  # new code goes beside a run of blank lines, not into it
