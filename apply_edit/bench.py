@@ -249,8 +249,10 @@ def run_bench(applier: Applier | None, cases: list[EditCase], methods: list[str]
     if not cases:
         return []
     if applier is not None:
-        # Warm-up: the first forward passes of a fresh process are slow (allocation, kernel selection).
-        applier.stream(cases[0].request(), replace(options, method="plain", max_new_tokens=4)).result()
+        # Warm-up: the first forward passes of a fresh process are slow (allocation, kernel selection). On the
+        # smallest case: its prefill is all the warm-up costs (a 1,000-line file's takes minutes in fp32).
+        smallest = min(cases, key=lambda c: len(c.original) + len(c.update))
+        applier.stream(smallest.request(), replace(options, method="plain", max_new_tokens=4)).result()
         applier.cost_curve()  # measured once per model and dtype, before any timed run
     records = []
     session = new_prefix_store() if "spec-session" in methods else None
