@@ -1,12 +1,17 @@
-"""Canary of the model's own path: the fixtures the model once applied exactly must stay exact.
+"""Canary of the model's own path: fixtures the model once applied exactly must stay exact.
 
-Each recorded case runs through the real default model with `--pipeline model` (the model's own output,
-no merge or checks: what a prompt or drafting change could break) and must still be exact. Cases not
-recorded as exact are skipped before the model runs: a wrong output changing is no regression, and on a
-2-core CPU without AMX each case costs a minute. Outputs are recorded per model and dtype in
-tests/regression/<model>-<dtype>.json (bfloat16 from a CPU with AMX, float32 from one without: `auto`
-picks bf16 only with AMX), on one torch thread. Re-record after a deliberate change (a better prompt) with:
-APPLY_EDIT_RECORD=1 .venv/bin/python -m pytest tests/test_regression.py  (then every case runs).
+Each sampled case runs through the real default model with `--pipeline model` (the model's own output, no
+merge or checks: what a prompt or drafting change could break) and must still be exact. Greedy outputs
+depend on the dtype (near-ties round differently), and in fp32 on torch's thread count too: outcomes are
+recorded per model and dtype in tests/regression/<model>-<dtype>.json (bfloat16 from a CPU with AMX, float32
+from one without: `auto` picks bf16 only with AMX), and recorded and run on one torch thread.
+
+A whole-file rewrite costs up to a minute on a 2-core CPU without AMX, so every run checks a sample that fits
+the test time: the smallest fixture of each language, the SAMPLE smallest of those (as many languages as the
+time allows), each where the record holds it as exact (a wrong output changing is no regression).
+Recording runs the sample whatever it held before, writes each outcome as it comes, and keeps what was
+recorded for other cases. Re-record after a deliberate change (a better prompt) with:
+APPLY_EDIT_RECORD=1 .venv/bin/python -m pytest tests/test_regression.py
 """
 
 import hashlib
@@ -17,50 +22,56 @@ from pathlib import Path
 import pytest
 
 from apply_edit.apply import Applier
-from apply_edit.request import ApplyOptions
-from apply_edit.cases import load_cases
+from apply_edit.cases import EditCase, load_cases
 from apply_edit.models.transformers_target import TransformersTarget, default_dtype
+from apply_edit.request import ApplyOptions
 from conftest import FIXTURES
 
 pytestmark = pytest.mark.model
 RECORDS = Path(__file__).parent / "regression"
-MODELS = ["qwen2.5-coder-0.5b"]  # smollm2-135m applies no case exactly: nothing to keep
-CASES = load_cases(FIXTURES)
+MODEL = "qwen2.5-coder-0.5b"  # smollm2-135m applies no case exactly: nothing to keep
+SAMPLE = 8
+RECORDING = bool(os.environ.get("APPLY_EDIT_RECORD"))
+DTYPE = str(default_dtype()).replace("torch.", "")
+RECORD = RECORDS / f"{MODEL}-{DTYPE}.json"
 
 
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@pytest.fixture(scope="module", params=MODELS)
-def model_run(request):
-    name = request.param
-    # Greedy outputs depend on the dtype (near-ties round differently): records are per model and dtype. In
-    # fp32 they depend on torch's thread count too: recorded, and run, on one thread.
+def sample(cases: list[EditCase]) -> list[EditCase]:
+    """The smallest case of each language (by the text the model reads and writes), the SAMPLE smallest."""
+    size = lambda c: (len(c.original) + len(c.expected), c.name)  # noqa: E731
+    smallest = {}
+    for case in sorted(cases, key=size):
+        smallest.setdefault(case.language, case)
+    return sorted(smallest.values(), key=size)[:SAMPLE]
+
+
+RECORDED = json.loads(RECORD.read_text()) if RECORD.exists() else {}
+CASES = [c for c in sample(load_cases(FIXTURES)) if RECORDING or RECORDED.get(c.name, {}).get("exact")]
+
+
+def test_the_canary_has_a_record_for_this_machines_dtype():
+    assert RECORDED or RECORDING, f"no {DTYPE} record for {MODEL} (APPLY_EDIT_RECORD=1 records one)"
+    assert CASES
+
+
+@pytest.fixture(scope="module")
+def applier(request):
     patch = pytest.MonkeyPatch()
     patch.setenv("APPLY_EDIT_THREADS", "1")
     request.addfinalizer(patch.undo)
-    dtype = str(default_dtype()).replace("torch.", "")
-    path = RECORDS / f"{name}-{dtype}.json"
-    recorded = json.loads(path.read_text()) if path.exists() else {}
-    if not recorded and not os.environ.get("APPLY_EDIT_RECORD"):
-        pytest.skip(f"no {dtype} record for {name} here (APPLY_EDIT_RECORD=1 records one)")
-    applier = Applier(TransformersTarget.load(name))
-    seen = {}
-    yield name, applier, recorded, seen
-    if os.environ.get("APPLY_EDIT_RECORD"):
-        path.write_text(json.dumps(dict(sorted({**recorded, **seen}.items())), indent=1) + "\n")
+    return Applier(TransformersTarget.load(MODEL))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_recorded_exact_case_stays_exact(model_run, case):
-    name, applier, recorded, seen = model_run
-    before = recorded.get(case.name)
-    recording = bool(os.environ.get("APPLY_EDIT_RECORD"))
-    if not recording and not (before and before["exact"]):
-        pytest.skip(f"{case.name} is not recorded as exact for {name}")
+def test_recorded_exact_case_stays_exact(applier, case):
     text = applier.stream(case.request(), ApplyOptions(pipeline="model")).result()
     exact = text == case.expected
-    seen[case.name] = {"exact": exact, "output_sha256": sha(text)}
-    if before and before["exact"]:
-        assert exact, f"{case.name} was applied exactly by {name} and no longer is"
+    if RECORDING:  # written as each case comes: a stopped recording keeps what it ran
+        RECORDED[case.name] = {"exact": exact, "output_sha256": sha(text)}
+        RECORD.write_text(json.dumps(dict(sorted(RECORDED.items())), indent=1) + "\n")
+    else:
+        assert exact, f"{case.name} was applied exactly by {MODEL} in {DTYPE} and no longer is"
