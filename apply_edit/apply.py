@@ -29,8 +29,9 @@ from .merge import MergeCandidate
 from .models.target import Target
 from .models.threads import choose_threads
 from .prompting import FORMATS, IncrementalDetokenizer, OutputExtractor, Prompt, PromptFormat, TextStop, build_prompt
+from .regions_to_rewrite import changed_regions, failing_regions
 from .request import (ApplyError, ApplyOptions, ApplyRequest, ApplyRun, ApplyStats, ArbitratedRun, NoPrefixStore,
-                      merge_answer)
+                      RegionRun, TooLongForModel, merge_answer)
 from .sampling import Sampling
 
 
@@ -124,7 +125,7 @@ class Applier:
         max_new = options.max_new_tokens or len(original_tokens.ids) + len(update_ids) + 64
         limit = self.context_limit()
         if limit and len(prompt_ids) + max_new > limit:
-            raise ApplyError(f"request too long for the model: {len(prompt_ids)} prompt tokens + {max_new} to "
+            raise TooLongForModel(f"request too long for the model: {len(prompt_ids)} prompt tokens + {max_new} to "
                              f"write exceed its context of {limit} tokens")
         drafting, plan_s = None, 0.0
         if copies:
@@ -146,9 +147,19 @@ class Applier:
         options = options or ApplyOptions()
         if (answer := merge_answer(request, options)) is not None:
             return answer
-        if options.judged and options.pipeline == "checked" and request.judge.merge_sound and proposer is None:
+        checked = options.judged and options.pipeline == "checked" and proposer is None
+        if checked and request.judge.merge_sound:
             return ArbitratedRun(self, request, ApplyStats(method=options.method), start)
-        return self.run(self.plan(request, options, proposer), start)
+        try:
+            return self.run(self.plan(request, options, proposer), start)
+        except TooLongForModel:
+            # The file is too long for the target to write: where the merge's failures sit in regions of
+            # their own, it writes those (whether it should also where the file fits is not measured yet).
+            if checked and (regions := failing_regions(request.original, request.update, request.language_resolved,
+                                                       request.instruction, request.merged,
+                                                       changed_regions(request.merged))):
+                return RegionRun(self, request, regions, options, ApplyStats(method=options.method), start)
+            raise
 
     def run(self, plan: RequestPlan, start: float | None = None) -> ApplyRun:
         """Decode a planned request on the target; `start`: the request's start (default: now)."""

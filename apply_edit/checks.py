@@ -184,13 +184,7 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     # Each text parsed once, for both checks that read its tree; the snippet only where the result errs.
     old_tree, new_tree = (parser.parse(text.encode()).root_node if parser is not None and text.strip() else None
                           for text in (original, result))
-    if old_tree is not None and new_tree is not None and new_tree.has_error:
-        snippet_tree = parser.parse(update.encode()).root_node if update.strip() else None
-        excused = _lines_the_grammar_misreads(snippet_tree, update, original)
-        old_errors = _placement_errors(old_tree, original, excused)
-        if (more := _placement_errors(new_tree, result, excused) - old_errors) > 0:
-            found.append(f"it does not parse as {language} (the original does)" if not old_errors else
-                         f"it has {more} more parse error(s) as {language} than the original")
+    found += _parse_problems(parser, old_tree, new_tree, original, update, result, language)
     twice = sorted({name for _, name in duplicate_declarations(new_tree, language)
                     - duplicate_declarations(old_tree, language)})
     if twice:
@@ -202,9 +196,7 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
         found.append("it is the original unchanged, but the snippet shows lines the original does not have")
     elif result == original and instruction.strip() and all(line in before for line in snippet):
         found.append("it is the original unchanged, but the instruction asks for an edit")
-    if unexplained := unexplained_deletions(original, update, result, language, instruction):
-        found.append(f"it deletes {sum(run.count for run in unexplained)} line(s) the snippet keeps under a marker, "
-                     f"from {unexplained[0]}")
+    found += _deletion_problems(original, update, result, language, instruction)
     kept = Counter(code_lines(kept_by_merge if kept_by_merge is not None else merge(original, update, language, instruction).text))
     dropped = sum(((before & kept) - Counter(have)).values())
     total = sum(before.values())
@@ -212,3 +204,33 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
         found.append(f"it drops {dropped} of the original's {total} lines that the snippet does not remove "
                      f"(more than {MAX_DROPPED:.0%})")
     return found
+
+
+def _parse_problems(parser, old_tree, new_tree, original: str, update: str, result: str, language: str) -> list[str]:
+    if old_tree is None or new_tree is None or not new_tree.has_error:
+        return []
+    snippet_tree = parser.parse(update.encode()).root_node if update.strip() else None
+    excused = _lines_the_grammar_misreads(snippet_tree, update, original)
+    old_errors = _placement_errors(old_tree, original, excused)
+    if (more := _placement_errors(new_tree, result, excused) - old_errors) <= 0:
+        return []
+    return [f"it does not parse as {language} (the original does)" if not old_errors else
+            f"it has {more} more parse error(s) as {language} than the original"]
+
+
+def _deletion_problems(original: str, update: str, result: str, language: str, instruction: str) -> list[str]:
+    if unexplained := unexplained_deletions(original, update, result, language, instruction):
+        return [f"it deletes {sum(run.count for run in unexplained)} line(s) the snippet keeps under a marker, "
+                f"from {unexplained[0]}"]
+    return []
+
+
+def placement_problems(original: str, update: str, result: str, language: str, instruction: str = "") -> list[str]:
+    """The checks that judge a text holding only some of the snippet's hunks (the rest of the file as the
+    original has it): it parses where the original does, and deletes nothing without the snippet's
+    evidence. What tells which of a merge's changed regions is wrong (`regions_rewrite.py`)."""
+    parser = parser_for(language)
+    old_tree, new_tree = (parser.parse(text.encode()).root_node if parser is not None and text.strip() else None
+                          for text in (original, result))
+    return (_parse_problems(parser, old_tree, new_tree, original, update, result, language)
+            + _deletion_problems(original, update, result, language, instruction))

@@ -29,8 +29,9 @@ from .instruction import deletion_notes
 from .merge import MergeCandidate, Reading
 
 # merge+target: the merge's text with each reading it left open (`merge.Reading`) decided by the target
-# (`arbiter.py`).
-PATHS = ("model", "model+merge", "merge", "merge+target", "refused")
+# (`arbiter.py`); merge+model: the merge's text with the regions it fails the checks in written by the
+# target (`regions_to_rewrite.py`).
+PATHS = ("model", "model+merge", "merge", "merge+target", "merge+model", "refused")
 
 
 class ApplyRefused(ValueError):
@@ -62,10 +63,11 @@ class Judge:
     instruction: str = ""
 
     def __post_init__(self) -> None:
-        self.merge_problems = self._problems(self.candidate.text)
+        self.merge_problems = self.problems_of(self.candidate.text)
         self._other_ways: dict[int, str | None] = {}  # per reading (index): its other way's text, if sound
 
-    def _problems(self, text: str) -> list[str]:
+    def problems_of(self, text: str) -> list[str]:
+        """What the checks find wrong with `text` as the edited file ([] when it passes them)."""
         return problems(self.original, self.update, text, self.language, self.candidate.text, self.instruction)
 
     @property
@@ -89,7 +91,7 @@ class Judge:
         return found
 
     def sound(self, text: str) -> bool:
-        return not self._problems(text)
+        return not self.problems_of(text)
 
     def line_checks(self) -> LineChecks:
         """The checks the model's output can fail line by line, to run as it is written."""
@@ -120,7 +122,7 @@ class Judge:
             line = first_difference_line(merge_text, model_text)
             return Outcome("merge", f"the merge ({sure}) passes the checks; the model departed from it at line "
                                     f"{line}", disagreement_line=line)
-        model_problems = self._problems(model_text)
+        model_problems = self.problems_of(model_text)
         found = {"model": model_problems, "merge": self.merge_problems}
         line = first_difference_line(merge_text, model_text)
         if not model_problems:

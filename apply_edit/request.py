@@ -11,16 +11,17 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterator
 
 from .arbiter import WEIGHED, Arbiter
-from .decide import ApplyRefused, Judge, Outcome
+from .decide import ApplyRefused, Judge, Outcome, first_difference_line
 from .engine_api import DecodeStats, Interrupted
-from .merge import MergeCandidate, merge
+from .merge import MergeCandidate, merge, split_lines
 from .prompting import DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor
 from .regions import language_for
+from .regions_to_rewrite import Region, region_snippet
 
 if TYPE_CHECKING:
     from .apply import Applier
@@ -44,6 +45,10 @@ PIPELINES = ("checked", "verify", "merge", "model")
 
 class ApplyError(ValueError):
     """A request that cannot be applied as given (the message says what to fix)."""
+
+
+class TooLongForModel(ApplyError):
+    """A request whose prompt and answer exceed the model's context."""
 
 
 class NoPrefixStore(ApplyError):
@@ -146,6 +151,7 @@ class ApplyStats:
     arbiter_tokens: int = 0  # prompt and answer tokens it read for them
     arbiter_s: float = 0.0
     verdicts: list[str] = field(default_factory=list)  # per reading weighed: what, which way, log odds
+    regions_written: list[str] = field(default_factory=list)  # per region the target rewrote: where, tokens, time
     ttft_s: float = 0.0  # from the request's start to its first text
     total_s: float = 0.0  # from the request's start to its end
     decode: DecodeStats = field(default_factory=DecodeStats)
@@ -340,6 +346,80 @@ class ArbitratedRun(ApplyRun):
                                              f"open: {result.reason}"))
         yield from self._emit(result.text[len(self.text):])
         stats.total_s = time.perf_counter() - self._start
+
+
+class RegionRun(ApplyRun):
+    """The `checked` pipeline where the merge fails the checks in regions of its own
+    (`regions_to_rewrite.py`): the target rewrites each such region from a window of the original and the
+    snippet's hunks there, as it would write a whole file; the rest of the file is the merge's. The merge's
+    text before a region streams at once, each region once the target has written it; the file must pass
+    every check and be done within `model_seconds`, or the iteration raises `ApplyRefused`."""
+
+    def __init__(self, applier: Applier, request: ApplyRequest, regions: list[Region], options: ApplyOptions,
+                 stats: ApplyStats, start: float):
+        super().__init__((block for block in ()), None, None, stats, start, candidate=request.merged.text,
+                         judge=request.judge)
+        self.needs_model = True
+        self.model_seconds = options.model_seconds
+        self._applier, self._request, self._regions = applier, request, regions
+        self._options = replace(options, pipeline="model", max_new_tokens=None)
+
+    def _refuse(self, reason: str) -> None:
+        self._decide(Outcome("refused", f"no sound result: {reason} — and the merge "
+                                        + "; ".join(self._judge.merge_problems)))
+        self.stats.total_s = time.perf_counter() - self._start
+        raise ApplyRefused(self.outcome.reason)
+
+    def _rewrite(self, region: Region, merged: list[str]) -> Iterator[str]:
+        """The target's text for one region (streamed as it is written); refuses when out of time."""
+        request = self._request
+        window = ApplyRequest("".join(split_lines(request.original)[region.original_start:region.original_end]),
+                              region_snippet(request.update, merged[region.start:region.end]),
+                              request.instruction, request.language_resolved)
+        began = time.perf_counter()
+        try:
+            run = self._applier.run(self._applier.plan(window, self._options))
+        except ApplyError as exc:
+            self._refuse(f"the target could not rewrite {region.describe()}: {exc}")
+        late = False
+        try:
+            for piece in run:
+                yield piece
+                if self.cancelled:
+                    return
+                if late := self.model_seconds is not None and time.perf_counter() - self._start > self.model_seconds:
+                    break
+        finally:
+            run.close()
+        self.stats.prompt_tokens += run.stats.prompt_tokens
+        self.stats.regions_written.append(f"{region.describe()}: {len(run.tokens)} tokens written in "
+                                          f"{time.perf_counter() - began:.1f} s")
+        if late:
+            self._refuse(f"the target's rewrite of {region.describe()} was not finished within "
+                         f"{self.model_seconds:g} s")
+
+    def __iter__(self) -> Iterator[str]:
+        judge = self._judge
+        self.stats.merge_confident = judge.candidate.report.confident
+        merged, done = split_lines(judge.candidate.text), 0
+        for region in self._regions:
+            yield from self._emit("".join(merged[done:region.start]))
+            for piece in self._rewrite(region, merged):
+                self.model_text += piece
+                yield from self._emit(piece)
+            if self.cancelled:
+                return
+            if self.text and not self.text.endswith("\n") and region.end < len(merged):
+                self._refuse(f"the target's rewrite of {region.describe()} does not end its last line")
+            done = region.end
+        yield from self._emit("".join(merged[done:]))
+        if problems := judge.problems_of(self.text):
+            self._refuse("the file with the target's regions " + "; ".join(problems))
+        self._decide(Outcome("merge+model", "the merge fails the checks (" + "; ".join(judge.merge_problems)
+                                            + "); the target rewrote " + "; ".join(self.stats.regions_written)
+                                            + ", and the file passes them",
+                             first_difference_line(judge.candidate.text, self.text)))
+        self.stats.total_s = time.perf_counter() - self._start
 
 
 def _common_lines(a: str, b: str) -> str:

@@ -14,7 +14,7 @@ LAYERS = [
     ("drafting", ["proposers", "draft_length"]),
     ("code", ["languages", "regions", "definitions", "instruction"]),
     ("merge", ["merge"]),
-    ("judging", ["checks", "decide", "failures", "prompting", "arbiter"]),
+    ("judging", ["checks", "decide", "failures", "prompting", "arbiter", "regions_to_rewrite"]),
     ("request", ["request", "drafting", "apply", "chat"]),
     ("faces", ["in_place", "cases", "bench", "cli", "service", "corpus", "v1", "__init__"]),
 ]

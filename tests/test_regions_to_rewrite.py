@@ -1,0 +1,73 @@
+"""The regions the target rewrites where the merge fails the checks (`regions_to_rewrite.py`), and the run
+that rewrites them when the whole file is too long for the target (`request.RegionRun`)."""
+
+import pytest
+
+from apply_edit.apply import Applier
+from apply_edit.decide import ApplyRefused
+from apply_edit.merge import merge, split_lines
+from apply_edit.regions_to_rewrite import changed_regions, failing_regions, region_snippet
+from apply_edit.request import ApplyRequest, RegionRun
+from conftest import TEST_MODEL
+
+
+def filler(prefix: str) -> str:
+    return "".join(f"function {prefix}{i}(x) {{\n  const y = x * {i};\n  return y + {i};\n}}\n\n" for i in range(6))
+
+
+ROUTE = ("function route(req) {\n  if (req.ok) {\n    send(req);\n  } else if (\n    req.retry &&\n    req.count < 3\n"
+         "  ) {\n    retry(req);\n  }\n}\n\n")
+ORIGINAL = filler("before") + ROUTE + filler("after")
+# Two hunks: one the merge places soundly (before2), one it cannot (the head of a condition spread over lines).
+UPDATE = ("// ... existing code ...\nfunction before2(x) {\n  const y = x * 2;\n  return y + 20;\n}\n"
+          "// ... existing code ...\n  } else if (req.retry) {\n    if (req.count < 3) retry(req);\n  }\n}\n"
+          "// ... existing code ...\n")
+
+
+def test_regions_are_the_merges_changed_runs_with_unchanged_lines_around_them():
+    candidate = merge(ORIGINAL, UPDATE, "javascript")
+    regions = changed_regions(candidate, context=2)
+    orig, merged = split_lines(ORIGINAL), split_lines(candidate.text)
+    assert len(regions) == 2
+    for r in regions:  # a window's edges are the original's own lines
+        assert merged[r.start] == orig[r.original_start] and merged[r.end - 1] == orig[r.original_end - 1]
+    # Outside the regions the merge is the original, line for line.
+    outside = [line for n, line in enumerate(merged) if not any(r.start <= n < r.end for r in regions)]
+    assert outside == [line for n, line in enumerate(orig)
+                       if not any(r.original_start <= n < r.original_end for r in regions)]
+
+
+def test_only_a_region_whose_change_fails_on_its_own_is_rewritten_from_the_hunk_there():
+    candidate = merge(ORIGINAL, UPDATE, "javascript")
+    regions = changed_regions(candidate)
+    failing = failing_regions(ORIGINAL, UPDATE, "javascript", "", candidate, regions)
+    assert len(failing) == 1 and "function route" in "".join(split_lines(ORIGINAL)[failing[0].original_start:
+                                                                                      failing[0].original_end])
+    snippet = region_snippet(UPDATE, split_lines(candidate.text)[failing[0].start:failing[0].end])
+    assert "req.retry" in snippet and "before2" not in snippet and snippet.startswith("// ... existing code ...")
+
+
+@pytest.mark.model
+def test_a_file_too_long_for_the_target_has_the_failing_region_written_by_it_and_the_rest_copied():
+    from apply_edit.models.transformers_target import TransformersTarget
+
+    target = TransformersTarget.load(TEST_MODEL, dtype="fp32", log=lambda *_: None)
+    target.context_limit = lambda: 1200  # the whole file's prompt and answer exceed it; a region's do not
+    request = ApplyRequest(ORIGINAL, UPDATE, language="javascript")
+    run = Applier(target).stream(request)
+    assert isinstance(run, RegionRun)
+    pieces = []
+    try:
+        for piece in run:
+            pieces.append(piece)
+        refused = False
+    except ApplyRefused:
+        refused = True
+    assert "".join(pieces) == run.text and len(run.stats.regions_written) == 1
+    region = failing_regions(ORIGINAL, UPDATE, "javascript", "", request.merged, changed_regions(request.merged))[0]
+    merged = split_lines(request.merged.text)
+    assert run.text.startswith("".join(merged[:region.start]))  # the merge's text before the region, as it is
+    if refused:
+        assert "no sound result" in run.outcome.reason
+    else:
+        assert run.outcome.path == "merge+model" and run.text.endswith("".join(merged[region.end:]))
