@@ -19,12 +19,15 @@ def aligned(original, update, language="", context=None):
 
 def test_line_weights_by_how_often_the_original_has_the_line():
     counts = Counter(["}", "}", "load_config()", "return nil", "x = 1", "x = 1"])
-    assert _line_weights("", counts) == (BLANK, INSERT_BLANK)
-    assert _line_weights("brand_new()", counts) == (0.0, INSERT)
-    assert _line_weights("}", counts) == (TRIVIAL, TRIVIAL)
-    assert _line_weights("load_config()", counts) == (UNIQUE, UNIQUE)
-    assert _line_weights("return nil", counts) == (COMMON, COMMON)  # found once, but names nothing
-    assert _line_weights("x = 1", counts) == (COMMON, COMMON)
+    shown = Counter(["load_config()", "return nil", "x = 1"])  # the snippet's lines
+    assert _line_weights("", counts, shown) == (BLANK, INSERT_BLANK)
+    assert _line_weights("brand_new()", counts, shown) == (0.0, INSERT)
+    assert _line_weights("}", counts, shown) == (TRIVIAL, TRIVIAL)
+    assert _line_weights("load_config()", counts, shown) == (UNIQUE, UNIQUE)
+    assert _line_weights("return nil", counts, shown) == (COMMON, COMMON)  # found once, but names nothing
+    assert _line_weights("x = 1", counts, shown) == (COMMON, COMMON)
+    # Found once, but the snippet shows it twice: one of them at least is new code, neither pins a place.
+    assert _line_weights("load_config()", counts, shown + Counter(["load_config()"])) == (COMMON, COMMON)
 
 
 def test_lines_between_two_snippet_lines_are_deleted_and_an_edit_replaces_its_line():
