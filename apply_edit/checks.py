@@ -182,8 +182,7 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     found += by_line.problems()
     parser = parser_for(language)
     # Each text parsed once, for both checks that read its tree; the snippet only where the result errs.
-    old_tree, new_tree = (parser.parse(text.encode()).root_node if parser is not None and text.strip() else None
-                          for text in (original, result))
+    old_tree, new_tree = _tree(parser, original), _tree(parser, result)
     found += _parse_problems(parser, old_tree, new_tree, original, update, result, language)
     twice = sorted({name for _, name in duplicate_declarations(new_tree, language)
                     - duplicate_declarations(old_tree, language)})
@@ -206,10 +205,15 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     return found
 
 
+def _tree(parser, text: str):
+    """The text's syntax tree, None without a parser or text."""
+    return parser.parse(text.encode()).root_node if parser is not None and text.strip() else None
+
+
 def _parse_problems(parser, old_tree, new_tree, original: str, update: str, result: str, language: str) -> list[str]:
     if old_tree is None or new_tree is None or not new_tree.has_error:
         return []
-    snippet_tree = parser.parse(update.encode()).root_node if update.strip() else None
+    snippet_tree = _tree(parser, update)
     excused = _lines_the_grammar_misreads(snippet_tree, update, original)
     old_errors = _placement_errors(old_tree, original, excused)
     if (more := _placement_errors(new_tree, result, excused) - old_errors) <= 0:
@@ -230,7 +234,6 @@ def placement_problems(original: str, update: str, result: str, language: str, i
     original has it): it parses where the original does, and deletes nothing without the snippet's
     evidence. What tells which of a merge's changed regions is wrong (`regions_rewrite.py`)."""
     parser = parser_for(language)
-    old_tree, new_tree = (parser.parse(text.encode()).root_node if parser is not None and text.strip() else None
-                          for text in (original, result))
+    old_tree, new_tree = _tree(parser, original), _tree(parser, result)
     return (_parse_problems(parser, old_tree, new_tree, original, update, result, language)
             + _deletion_problems(original, update, result, language, instruction))

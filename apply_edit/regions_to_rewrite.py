@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .checks import placement_problems
-from .merge import MergeCandidate, is_marker, split_lines
+from .merge import MergeCandidate, is_marker, says_little, split_lines
 
 CONTEXT = 8  # unchanged lines on each side of a changed run: what the model sees of the code around it
 
@@ -38,7 +38,8 @@ class Region:
 
 
 def changed_regions(candidate: MergeCandidate, context: int = CONTEXT) -> list[Region]:
-    """The merge's changed runs, each with `context` unchanged lines around it, joined where they touch."""
+    """The merge's changed runs, each with `context` (at least 1) unchanged lines around it, joined where
+    they touch."""
     origin, n = candidate.origin, candidate.original_lines
     runs, previous = [], -1  # runs: [start, end) of merge lines; a deletion is an empty run where it was
     for i, o in enumerate(origin):
@@ -57,15 +58,10 @@ def changed_regions(candidate: MergeCandidate, context: int = CONTEXT) -> list[R
             windows[-1][1] = max(windows[-1][1], hi)
         else:
             windows.append([lo, hi])
-    regions = []
-    for lo, hi in windows:
-        # A window's edges are unchanged lines (a change within `context` of them would have widened it),
-        # so the original lines it stands for run from its first line's to its last line's.
-        before = [o for o in origin[:lo + 1] if o is not None]
-        after = [o for o in origin[hi - 1:] if o is not None]
-        o_lo = 0 if lo == 0 or not before else before[-1] + (origin[lo] is None)
-        o_hi = n if hi == len(origin) or not after else after[0] + (origin[hi - 1] is not None)
-        regions.append(Region(lo, hi, o_lo, o_hi))
+    # A window's edges are unchanged lines (a change within `context` of one would have widened it): the
+    # original lines it stands for run from its first line's to its last line's.
+    regions = [Region(lo, hi, 0 if lo == 0 else origin[lo], n if hi == len(origin) else origin[hi - 1] + 1)
+               for lo, hi in windows]
     return regions
 
 
@@ -81,12 +77,6 @@ def failing_regions(original: str, update: str, language: str, instruction: str,
     return failing
 
 
-def _words(line: str) -> str | None:
-    """A line's stripped text where it says something (not `}`, `end`, a blank)."""
-    key = line.strip()
-    return key if len(key) > 3 and any(ch.isalnum() for ch in key) else None
-
-
 def region_snippet(update: str, merged_lines: list[str]) -> str:
     """The snippet's hunks that share a line of code with `merged_lines` (the merge's text of a region),
     with the markers around them; the whole snippet where no hunk does."""
@@ -97,8 +87,8 @@ def region_snippet(update: str, merged_lines: list[str]) -> str:
             hunks.append([])
         else:
             hunks[-1].append(n)
-    keys = {k for k in map(_words, merged_lines) if k}
-    picked = [h for h in hunks if any(_words(lines[n]) in keys for n in h)]
+    keys = {key for key in (line.strip() for line in merged_lines) if not says_little(key)}
+    picked = [h for h in hunks if any(lines[n].strip() in keys for n in h)]
     if not picked:
         return update
     keep = set()

@@ -40,9 +40,13 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def size(case: EditCase) -> tuple[int, str]:
+    """What the model reads and writes (ties broken by name, so the sample is the same on every machine)."""
+    return len(case.original) + len(case.expected), case.name
+
+
 def sample(cases: list[EditCase]) -> list[EditCase]:
-    """The smallest case of each language (by the text the model reads and writes), the SAMPLE smallest."""
-    size = lambda c: (len(c.original) + len(c.expected), c.name)  # noqa: E731
+    """The smallest case of each language, the SAMPLE smallest of those."""
     smallest = {}
     for case in sorted(cases, key=size):
         smallest.setdefault(case.language, case)
