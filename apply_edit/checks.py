@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .definitions import definitions, duplicate_declarations, snippet_definitions
+from .definitions import definitions, duplicate_declarations, header_line, snippet_definitions
 from .instruction import (code_text, deletion_notes, names_to_remove, noted_names, uses, without_change_notes,
                           without_comment_lines)
 from .merge import closes_block, code_lines, indent_width, is_marker, marker_keys, merge, unexplained_deletions
@@ -95,7 +95,7 @@ def _changed_whole_definitions(update: str, result: str, language: str) -> list[
         return (d.complete and d.end_line > d.name_line and not any(d.start_line <= m <= after for m in markers)
                 and all(whole(e) for e in shown if d.name_line < e.name_line and e.end_line == d.end_line))
 
-    wanted = {(d.kind, d.name): code_lines("\n".join(lines[d.name_line:d.end_line + 1])) for d in shown
+    wanted = {(d.kind, d.name): lines[d.name_line:d.end_line + 1] for d in shown
               if names[d.kind, d.name] == 1 and whole(d)}
     if not wanted:
         return []
@@ -103,7 +103,8 @@ def _changed_whole_definitions(update: str, result: str, language: str) -> list[
     have = [d for d in definitions(result, language) if (d.kind, d.name) in wanted]
     found = Counter((d.kind, d.name) for d in have)
     return sorted({d.name for d in have if found[d.kind, d.name] == 1
-                   and code_lines("\n".join(out[d.name_line:d.end_line + 1])) != wanted[d.kind, d.name]})
+                   and code_lines("\n".join(out[header_line(d, wanted[d.kind, d.name][0], out):d.end_line + 1]))
+                   != code_lines("\n".join(wanted[d.kind, d.name]))})
 
 
 class LineChecks:

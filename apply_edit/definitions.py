@@ -100,6 +100,23 @@ def _name_line(node) -> int:
     return node.start_point[0]
 
 
+def header_line(d: Definition, first: str, lines: list[str]) -> int:
+    """The line of `lines` where definition d starts as a text whose first line is `first` shows it: d's
+    own first line, or, where `first` is one of its next lines (C's return type on a line of its own, a
+    macro the grammar took into the declaration), that line. A snippet that shows a definition from
+    there leaves the lines above it as they are."""
+    key = first.strip()
+    if lines[d.name_line].strip() != key:
+        for j in range(d.name_line + 1, min(d.name_line + _HEADER_LINES, d.end_line) + 1):
+            if lines[j].strip() == key:
+                return j
+    return d.name_line
+
+
+# How far below a definition's node start its header line may be (`static inline int` / `TEST_END` lines).
+_HEADER_LINES = 3
+
+
 def _outer(node):
     while node.parent is not None and node.parent.type in _WRAPPERS:
         node = node.parent

@@ -64,7 +64,7 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
         in_snippet = snippet_definitions("".join(update_lines), language, top_level)
         in_original = definitions(original, language) if in_snippet or names else []
     beside = _beside_namesakes(snippet, in_snippet, in_original, orig, counts)
-    pairs = _pairs(snippet, in_snippet, in_original, beside)
+    pairs = _pairs(snippet, in_snippet, in_original, beside, orig)
     comment, code = _comment_line(language), code_of(language)
     _keep_between_whole_definitions(snippet, pairs, orig, comment)
     apart = _apart(snippet, in_snippet, in_original, orig, counts, beside)

@@ -20,7 +20,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..definitions import Definition
+from ..definitions import Definition, header_line
 from .anchors import _closes, _trivial
 from .snippet import _leaves_block, _Snippet, _width
 
@@ -68,7 +68,7 @@ _METHOD_OF = {"function_definition": "method_declaration"}
 
 
 def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition],
-           beside: set[Definition]) -> list[tuple[int, int, int, int, bool]]:
+           beside: set[Definition], orig: list[str]) -> list[tuple[int, int, int, int, bool]]:
     """(first, last snippet code line, first, last original line, whole) for the snippet's definitions
     that have exactly one namesake of their kind in the original and in the snippet: those shown whole
     (no marker inside: `whole`), and those shown with markers inside but with their closing line
@@ -92,7 +92,7 @@ def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
             continue  # inside a definition shown whole: it goes with it
         o = by_name[key]
         # Without decorators of its own, the snippet's definition leaves the original's in place.
-        start = o.start_line if d.name_line > d.start_line else o.name_line
+        start = o.start_line if d.name_line > d.start_line else header_line(o, snippet.lines[index[d.name_line]], orig)
         whole = _shown_whole(d, snippet, in_snippet)
         if whole and d.end_line == d.name_line and o.end_line > o.name_line:
             continue  # a body-less line (Go's `func f()` before a `{` the parser lost) is no whole body

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..definitions import declared_twice_in
+from ..definitions import declared_twice_in, lines_inside_strings
 from .anchors import _trivial
 from .snippet import _Snippet, _indent, _newline, _width
 
@@ -28,15 +28,19 @@ def _render(ops: list[tuple], snippet: _Snippet, orig: list[str], original: str,
     """The candidate's text, per line the original line it copies (None for a new line), and the
     original lines dropped as replaced declarations."""
     layout = [op[0] == "ins" and _beside_marker(snippet, op[1]) for op in ops if op[0] != "del"]
-    lines = [(line, origin) for line, origin, _ in _without_blank_insertions(_written_lines(ops, snippet, orig), layout)]
+    prose = lines_inside_strings(original, language)
+    lines = [(line, origin) for line, origin, _ in
+             _without_blank_insertions(_written_lines(ops, snippet, orig, prose), layout)]
     lines, replaced = _without_replaced_declarations(lines, original, language)
     return _join(lines, original, _newline(original)), [o for _, o in lines], replaced
 
 
-def _written_lines(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list[tuple[str, int | None, int | None]]:
+def _written_lines(ops: list[tuple], snippet: _Snippet, orig: list[str], prose: frozenset[int]
+                   ) -> list[tuple[str, int | None, int | None]]:
     """Per op that writes a line: (the line, the original line it copies or None, where it sits in the
-    original: that line, or the line an edit replaces, else None)."""
-    shifts = _hunk_shifts(ops, snippet, orig)
+    original: that line, or the line an edit replaces, else None). `prose`: the original's lines inside
+    multi-line strings."""
+    shifts = _hunk_shifts(ops, snippet, orig, prose)
     out: list[tuple[str, int | None, int | None]] = []
     for op in ops:
         kind = op[0]
@@ -62,24 +66,34 @@ def _written_lines(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list
     return out
 
 
-def _hunk_shifts(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict[int, tuple[str, str] | None]:
+def _hunk_shifts(ops: list[tuple], snippet: _Snippet, orig: list[str], prose: frozenset[int]
+                 ) -> dict[int, tuple[str, str] | None]:
     """Per hunk: how its new lines are re-indented (`_shift`). A hunk whose matched lines sit at no one
     offset (a common line matched at another depth), or that has none, takes the snippet's own offset
     where four in five of all its matched code lines agree on it (an agent's method written flush-left
     moves every hunk alike): the offset is a fact of the snippet, measured once; else the offset of its
-    outermost matched lines found once in the original, where it is the snippet's most common one
-    (`_outer_shift`)."""
+    outermost matched lines found once in the original, where it is the most common one of all hunks'
+    outermost lines (`_outermost`): a hunk at an offset the rest of the snippet does not share is one
+    the edit moved (wrapped in a new block), not a re-indented one."""
     matched_by_hunk: dict[int, list[tuple[str, str]]] = {}
+    code_by_hunk: dict[int, list[tuple[str, str]]] = {}  # without lines inside strings: their indentation is prose
     for op in ops:
         if op[0] == "match" and snippet.lines[op[1]].strip():
             matched_by_hunk.setdefault(snippet.hunk_of[op[1]], []).append((snippet.lines[op[1]], orig[op[2]]))
+            if op[2] not in prose:
+                code_by_hunk.setdefault(snippet.hunk_of[op[1]], []).append((snippet.lines[op[1]], orig[op[2]]))
     offsets = Counter(_offset(s, o) for pairs in matched_by_hunk.values() for s, o in pairs)
     common, count = offsets.most_common(1)[0] if offsets else (None, 0)
     overall = common if common not in (None, ("", "")) and count >= 2 and count >= 0.8 * sum(offsets.values()) else None
     shifts = {h: _shift(p) for h, p in matched_by_hunk.items()}
     once = Counter(line.strip() for line in orig)
-    outer = {h: _outer_shift([(s, o) for s, o in p if once[o.strip()] == 1 and not _trivial(o.strip())], common)
-             for h, p in matched_by_hunk.items()}
+    outermost = {h: _outermost([(s, o) for s, o in p if once[o.strip()] == 1 and not _trivial(o.strip())])
+                 for h, p in code_by_hunk.items()}
+    # Where the snippet's outermost code sits is what re-indented it (a method written flush-left); its
+    # deeper lines may sit at another offset where the edit also wrapped them in a new block.
+    usual = Counter(_offset(s, o) for pairs in outermost.values() for s, o in pairs).most_common(1)
+    outer = {h: shift if (shift := _shift(p)) == usual[0][0] else None
+             for h, p in outermost.items() if p and usual}
     own = {h: shifts.get(h) or overall or outer.get(h) for h in set(snippet.hunk_of)}
     return {h: None if shift == ("", "") else shift for h, shift in own.items()}
 
@@ -103,17 +117,12 @@ def _shift(hunk_pairs: list[tuple[str, str]]) -> tuple[str, str] | None:
     return shifts.pop() if len(shifts) == 1 else None  # ("", ""): the snippet's own indentation
 
 
-def _outer_shift(hunk_pairs: list[tuple[str, str]], usual: tuple[str, str] | None) -> tuple[str, str] | None:
-    """The offset of a hunk's outermost matched lines (of those given: lines found once in the original),
-    where they agree on one and it is the snippet's `usual` (most common) offset: where a re-indented hunk
-    sits is said by its outermost code (a method's header); deeper lines at other offsets are what the edit
-    moved (a nested `with` made one). A hunk at an offset the rest of the snippet does not share is one
-    the edit moved (wrapped in a new block), not a re-indented one."""
-    if not hunk_pairs:
-        return None
-    outermost = min(_width(s_line) for s_line, _ in hunk_pairs)
-    shift = _shift([(s_line, o_line) for s_line, o_line in hunk_pairs if _width(s_line) == outermost])
-    return shift if shift == usual else None
+def _outermost(hunk_pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A hunk's matched (snippet, original) lines of those given (lines found once in the original) at its
+    least indentation: where a re-indented hunk sits is said by its outermost code (a method's header);
+    deeper lines at other offsets are what the edit moved (a nested `with` made one)."""
+    least = min((_width(s_line) for s_line, _ in hunk_pairs), default=0)
+    return [(s_line, o_line) for s_line, o_line in hunk_pairs if _width(s_line) == least]
 
 
 def _without_replaced_declarations(lines: list[tuple[str, int | None]], original: str, language: str

@@ -20,19 +20,27 @@ def definitions_of(original, update, language):
 
 def test_a_definition_shown_whole_pairs_with_its_namesake():
     update = "# ... existing code ...\ndef save(path, text):\n    print(text)\n"
-    _, _, snippet, in_snippet, in_original = definitions_of(ORIGINAL, update, "python")
+    orig, _, snippet, in_snippet, in_original = definitions_of(ORIGINAL, update, "python")
     # snippet lines 0..1 replace original lines 5..7, whole (no marker inside)
-    assert _pairs(snippet, in_snippet, in_original, set()) == [(0, 1, 5, 7, True)]
+    assert _pairs(snippet, in_snippet, in_original, set(), orig) == [(0, 1, 5, 7, True)]
 
 
 def test_a_definition_with_a_marker_inside_pairs_only_when_its_closing_line_is_shown():
     js = "function a() {\n  one();\n  two();\n}\n\nfunction b() {\n  return 2;\n}\n"
     closed = "function a() {\n  // ... existing code ...\n  three();\n}\n"
-    _, _, snippet, in_snippet, in_original = definitions_of(js, closed, "javascript")
-    assert _pairs(snippet, in_snippet, in_original, set()) == [(0, 2, 0, 3, False)]
+    orig, _, snippet, in_snippet, in_original = definitions_of(js, closed, "javascript")
+    assert _pairs(snippet, in_snippet, in_original, set(), orig) == [(0, 2, 0, 3, False)]
     open_ended = "function a() {\n  zero();\n  // ... existing code ...\n"
-    _, _, snippet, in_snippet, in_original = definitions_of(js, open_ended, "javascript")
-    assert _pairs(snippet, in_snippet, in_original, set()) == []
+    orig, _, snippet, in_snippet, in_original = definitions_of(js, open_ended, "javascript")
+    assert _pairs(snippet, in_snippet, in_original, set(), orig) == []
+
+
+def test_a_definition_shown_from_its_name_line_leaves_the_lines_above_it():
+    # C's return type on a line of its own, and a macro the grammar takes into the declaration: the
+    # snippet shows `main(void) {` after a marker, which keeps them.
+    c = "int f(void) {\n\treturn 1;\n}\nTEST_END\n\nint\nmain(void) {\n\treturn test(\n\t    f);\n}\n"
+    update = "// ... existing code ...\nmain(void) {\n\treturn test(f);\n}\n"
+    assert merge(c, update, "cpp").text == c.replace("test(\n\t    f)", "test(f)")
 
 
 def test_a_new_definition_stays_apart_from_the_old_ones_unless_it_renames_one():
@@ -53,7 +61,7 @@ def test_code_between_two_definitions_shown_whole_is_kept_in_a_snippet_without_m
     update = ("def load(path):\n    return open(path).read()\n\n\n"
               "def save(path, text):\n    open(path, 'w').write(text)\n")
     orig, _, snippet, in_snippet, in_original = definitions_of(original, update, "python")
-    pairs = _pairs(snippet, in_snippet, in_original, set())
+    pairs = _pairs(snippet, in_snippet, in_original, set(), orig)
     assert [p[4] for p in pairs] == [True, True]
     _keep_between_whole_definitions(snippet, pairs, orig, lambda key: key.startswith("#"))
     assert snippet.reach[2] == 0 and snippet.reach.count(None) == len(snippet.reach) - 1  # a marker's gap after `load`
@@ -99,8 +107,8 @@ def test_a_class_ending_in_a_method_not_shown_whole_is_not_shown_whole():
     update = ("# ... existing code ...\nclass Service:\n    def __init__(self, session, codecs=None):\n"
               "        self.session = session\n        self.codecs = codecs\n\n    def url(self, endpoint):\n"
               "        params = {'p': 1, 'codecs': self.codecs}\n        params.update(self.extra)\n\n# ... existing code ...\n")
-    _, _, snippet, in_snippet, in_original = definitions_of(py, update, "python")
-    whole = {snippet.lines[first].strip() for first, *_, is_whole in _pairs(snippet, in_snippet, in_original, set())
+    orig, _, snippet, in_snippet, in_original = definitions_of(py, update, "python")
+    whole = {snippet.lines[first].strip() for first, *_, is_whole in _pairs(snippet, in_snippet, in_original, set(), orig)
              if is_whole}
     assert whole == {"def __init__(self, session, codecs=None):"}  # not the class, nor `url`
     expected = py.replace("(self, session):\n        self.session = session\n",

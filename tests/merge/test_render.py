@@ -1,6 +1,6 @@
 """Turning the alignment into text (`apply_edit.merge.render`)."""
 
-from apply_edit.merge.render import (_join, _outer_shift, _render, _shift, _without_blank_insertions,
+from apply_edit.merge.render import (_join, _outermost, _render, _shift, _without_blank_insertions,
                                      _without_replaced_declarations, _written_lines)
 from apply_edit.merge.snippet import _parse_snippet, split_lines
 
@@ -32,7 +32,7 @@ def test_new_lines_of_a_shifted_hunk_get_the_original_indentation():
     orig = split_lines("class A:\n    def f(self):\n        return 1\n")
     snippet = _parse_snippet(["def f(self):\n", "    log()\n", "    return 1\n"], set(), "", set())
     ops = [("keep", 0, False), ("match", 0, 1), ("ins", 1), ("match", 2, 2)]
-    assert _written_lines(ops, snippet, orig) == [("class A:\n", 0, 0), ("    def f(self):\n", 1, 1),
+    assert _written_lines(ops, snippet, orig, frozenset()) == [("class A:\n", 0, 0), ("    def f(self):\n", 1, 1),
                                                   ("        log()\n", None, None), ("        return 1\n", 2, 2)]
 
 
@@ -57,8 +57,25 @@ def test_a_hunk_whose_lines_moved_by_the_edit_sits_where_its_outermost_lines_say
     # file, the lines the edit moved are not.
     pairs = [("def f(self):\n", "    def f(self):\n"), ("        x,\n", "            x,\n"), ("    ):\n", "            ):\n")]
     assert _shift(pairs) is None
-    assert _outer_shift(pairs[:1], ("", "    ")) == ("", "    ")
-    assert _outer_shift(pairs[:1], ("", "")) is None  # the rest of the snippet is not re-indented: the edit moved it
+    assert _outermost(pairs) == pairs[:1]
+
+
+def test_methods_written_flush_left_whose_blocks_the_edit_wrapped_keep_the_files_depth():
+    # Most matched lines are the wrapped ones (at the original's own depth); the headers say the
+    # methods were written 4 to the left, in both hunks.
+    from apply_edit.merge import merge
+
+    body = "".join(f"            go{n}()\n" for n in range(4))
+    original = ("class A:\n    def f(self):\n        log('f')\n        if x:\n" + body + "        return 1\n\n"
+                "    def g(self):\n        if y:\n" + body.replace("go", "stop") + "        return 2\n")
+    update = ("# ... existing code ...\ndef f(self):\n    log('f')\n    with lock:\n        if x:\n" + body
+              + "    return 1\n# ... existing code ...\ndef g(self):\n    with lock:\n        if y:\n"
+              + body.replace("go", "stop") + "    return 2\n")
+    expected = ("class A:\n    def f(self):\n        log('f')\n        with lock:\n            if x:\n"
+                + body.replace("            ", "                ") + "        return 1\n\n"
+                "    def g(self):\n        with lock:\n            if y:\n"
+                + body.replace("go", "stop").replace("            ", "                ") + "        return 2\n")
+    assert merge(original, update, "python").text == expected
 
 
 def test_a_blank_line_typed_before_a_trailing_marker_at_the_files_end_is_layout():
