@@ -82,6 +82,8 @@ def test_whitespace_only_hunks_are_no_edit():
 def test_every_style_shows_only_lines_of_the_edited_file(style, in_class):
     if style == "reindented" and not in_class:
         pytest.skip("top-level code has nothing to shift left")
+    if style == "inner-markers" and not in_class:
+        pytest.skip("a top-level helper of four lines leaves no body for a marker inside it")
     wrap = _in_class if in_class else (lambda text: text)
     after = _python_file(tweak={1: "    value = os.environ.get('KEY_1', '')\n    return value.strip() or 1\n"},
                          drop={10})
@@ -122,6 +124,23 @@ def test_reindented_snippets_are_shifted_left():
             assert not any(line.startswith("        return") for line in lines)
             return
     pytest.fail("no reindented snippet in 10 seeds")
+
+
+def test_a_definition_deleted_right_above_another_is_never_hidden_by_showing_that_one_whole():
+    # helper_8 is deleted: helper_9 alone, shown whole after a marker, would not say so.
+    (edit,) = _edits(_python_file(drop={8}))
+    for seed in range(6):
+        snippet = write_snippet(edit, "python", random.Random(seed), "whole-definition")
+        assert snippet.style != "whole-definition" or "def helper_7(arg):" in snippet.update
+
+
+def test_a_file_mixing_tabs_and_spaces_is_not_reindented_by_characters():
+    # GNU style: a tab is one level, two spaces another; cutting one character off each line would
+    # shift them by different widths.
+    before = _in_class(BEFORE).replace("\n        ", "\n\t").replace("\n    def", "\n  def")
+    (edit,) = file_edits(before, before.replace("return value or 5\n", "return (value or 5) + 1\n"))
+    for seed in range(6):
+        assert write_snippet(edit, "python", random.Random(seed), "reindented").style != "reindented"
 
 
 def test_markers_are_indented_as_the_code_they_stand_for():

@@ -35,6 +35,7 @@ rate measured on `shared/agent-edits` (210 snippets written as agents write them
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from collections import Counter
@@ -196,12 +197,23 @@ class _Writer:
         return self.assemble(windows, lead=False)
 
     def _holder(self):
-        """The innermost definition of `after` that holds every hunk, of a size shown whole."""
+        """The innermost definition of `after` that holds every hunk, of a size shown whole. The lines a
+        hunk removes must lie inside its namesake in `before`: shown whole, a definition says nothing of
+        lines outside it (a function deleted right above the one shown would be hidden by the marker)."""
         hunks = self.edit.hunks
         lo, hi = hunks[0].after_start, max(hunks[-1].after_end - 1, hunks[-1].after_start)
+        old = definitions(self.edit.before, self.language)
+        names = Counter((o.kind, o.name) for o in old)
+        namesake = {(o.kind, o.name): o for o in old if names[o.kind, o.name] == 1}
+
+        def holds_removals(d) -> bool:
+            o = namesake.get((d.kind, d.name))
+            return all(o is not None and o.start_line <= h.old_start and h.old_end <= o.end_line + 1
+                       for h in hunks if h.removed)
+
         holders = [d for d in definitions(self.edit.after, self.language)
                    if d.start_line <= lo and hi <= d.end_line and d.complete
-                   and d.end_line - d.start_line < _MAX_DEFINITION_LINES]
+                   and d.end_line - d.start_line < _MAX_DEFINITION_LINES and holds_removals(d)]
         return min(holders, key=lambda d: d.end_line - d.start_line, default=None)
 
     def whole_definition(self) -> list[str] | None:
@@ -232,11 +244,12 @@ class _Writer:
     def reindented(self) -> list[str] | None:
         lines = (self.whole_definition() if self.rng.random() < 0.5 else None) or self.minimal()
         code = [line for line in lines if line.strip() and not self._is_marker(line)]
-        depth = min(len(_indent(line)) for line in code)
-        if depth == 0:
+        # The indentation every code line starts with: a shift is by whole characters of it (a file that
+        # mixes tabs and spaces, GNU style, shares none and is not shifted).
+        common = os.path.commonprefix([_indent(line) for line in code])
+        if not common:
             return None
-        unit = 1 if "\t" in _indent(code[0]) else min(4, depth)
-        cut = depth if self.rng.random() < 0.6 else unit
+        cut = len(common) if self.rng.random() < 0.6 else 1 if common[0] == "\t" else min(4, len(common))
         return [line[min(cut, len(_indent(line))):] if line.strip() else line for line in lines]
 
     def _is_marker(self, line: str) -> bool:
