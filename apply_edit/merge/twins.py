@@ -121,7 +121,9 @@ def _resumed_lines(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
     marker says the existing code resumes at that line, so it is context. Its twin is the last instance
     the marker keeps just before it (deleting the old lines after the twin was costlier in the scores
     than a duplicate), or its one instance in the original where the alignment deletes that (new code
-    after it latched onto copies of old lines and pushed it aside, whether or not the marker kept any).
+    after it latched onto copies of old lines and pushed it aside, whether or not the marker kept any)
+    or matches it to the same text shown again further on (new code that copies the context line: the
+    copy is the new one). Blank lines typed between the marker and it change none of this.
     Elsewhere a line written as new and deleted from its place may be moved on purpose (imports put in
     order). So is the last line before a marker, where the marker says the old code goes on after it:
     its one instance, where the alignment deletes that (new code before it took the old lines it ends
@@ -134,17 +136,24 @@ def _resumed_lines(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
         key = snippet.lines[op[1]].strip()
         if _trivial(key):
             continue
-        if snippet.reach[op[1]] is None:
+        g = op[1]  # the gap before it, past blank lines typed beside a marker
+        while snippet.reach[g] is None and g > 0 and not snippet.lines[g - 1].strip():
+            g -= 1
+        if snippet.reach[g] is None:
             if snippet.reach[op[1] + 1] is not None and key in deleted and counts[key] == 1:
                 found[op[1]] = deleted[key]
             continue
         t = n - 1
-        while t >= 0 and ops[t][0] == "keep" and orig[ops[t][1]].strip() != key:
+        while t >= 0 and (ops[t][0] == "keep" and orig[ops[t][1]].strip() != key
+                          or ops[t][0] == "ins" and not snippet.lines[ops[t][1]].strip()):
             t -= 1
         if t >= 0 and ops[t][0] == "keep":
             found[op[1]] = ops[t][1]
-        elif key in deleted and counts[key] == 1:
+        elif counts[key] == 1 and key in deleted:
             found[op[1]] = deleted[key]
+        elif counts[key] == 1 and (later := next((o[2] for o in ops[n + 1:] if o[0] == "match"
+                                                  and orig[o[2]].strip() == key), None)) is not None:
+            found[op[1]] = later
     return found
 
 

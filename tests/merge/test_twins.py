@@ -2,6 +2,7 @@
 
 from collections import Counter
 
+from apply_edit.merge import merge
 from apply_edit.merge.twins import _closing_twins, _kept_twins, _realigned, _resumed_lines
 from apply_edit.merge.snippet import _parse_snippet, split_lines
 
@@ -70,3 +71,14 @@ def test_the_last_line_before_a_marker_is_where_the_old_code_goes_on():
     update = ("// ... existing code ...\n    let root = if p.is_absolute() {\n        p.to_owned()\n" + new
               + "    } else {\n        let dir = match current_dir() {\n// ... existing code ...\n")
     assert merge(rust, update, "rust").text == rust.replace("        p.to_owned()\n", "        p.to_owned()\n" + new)
+
+
+def test_the_first_line_after_a_marker_is_context_where_new_code_copies_it():
+    # A blank line typed after the marker, then the last line of `test_latest` as context, then a new
+    # test whose body is that same line: the copy is the new one, `test_latest` stays whole.
+    py = ("def test_main():\n    run()\n\n\n@fixture('index')\ndef test_latest():\n    assert latest() == '13.5'\n\n\n"
+          "@fixture('index')\ndef test_lts():\n    assert lts() == '12.1'\n")
+    new_test = "@fixture('alpha')\ndef test_latest_skips_alpha():\n    assert latest() == '13.5'\n\n\n"
+    update = ("# ... existing code ...\n\n    assert latest() == '13.5'\n\n\n" + new_test
+              + "@fixture('index')\ndef test_lts():\n\n# ... existing code ...\n")
+    assert merge(py, update, "python").text == py.replace("@fixture('index')\ndef test_lts", new_test + "@fixture('index')\ndef test_lts")
