@@ -100,6 +100,10 @@ def _name_line(node) -> int:
     return node.start_point[0]
 
 
+# How far below a definition's node start its header line may be (`static inline int` / `TEST_END` lines).
+_HEADER_LINES = 3
+
+
 def header_line(d: Definition, first: str, lines: list[str]) -> int:
     """The line of `lines` where definition d starts as a text whose first line is `first` shows it: d's
     own first line, or, where `first` is one of its next lines (C's return type on a line of its own, a
@@ -111,10 +115,6 @@ def header_line(d: Definition, first: str, lines: list[str]) -> int:
             if lines[j].strip() == key:
                 return j
     return d.name_line
-
-
-# How far below a definition's node start its header line may be (`static inline int` / `TEST_END` lines).
-_HEADER_LINES = 3
 
 
 def _outer(node):
