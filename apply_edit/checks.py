@@ -233,7 +233,7 @@ def _deletion_problems(original: str, update: str, result: str, language: str, i
 def placement_problems(original: str, update: str, result: str, language: str, instruction: str = "") -> list[str]:
     """The checks that judge a text holding only some of the snippet's hunks (the rest of the file as the
     original has it): it parses where the original does, and deletes nothing without the snippet's
-    evidence. What tells which of a merge's changed regions is wrong (`regions_rewrite.py`)."""
+    evidence. What tells which of a merge's changed regions is wrong (`regions_to_rewrite.py`)."""
     parser = parser_for(language)
     old_tree, new_tree = _tree(parser, original), _tree(parser, result)
     return (_parse_problems(parser, old_tree, new_tree, original, update, result, language)

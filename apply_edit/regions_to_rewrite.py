@@ -60,9 +60,8 @@ def changed_regions(candidate: MergeCandidate, context: int = CONTEXT) -> list[R
             windows.append([lo, hi])
     # A window's edges are unchanged lines (a change within `context` of one would have widened it): the
     # original lines it stands for run from its first line's to its last line's.
-    regions = [Region(lo, hi, 0 if lo == 0 else origin[lo], n if hi == len(origin) else origin[hi - 1] + 1)
-               for lo, hi in windows]
-    return regions
+    return [Region(lo, hi, 0 if lo == 0 else origin[lo], n if hi == len(origin) else origin[hi - 1] + 1)
+            for lo, hi in windows]
 
 
 def failing_regions(original: str, update: str, language: str, instruction: str, candidate: MergeCandidate,
