@@ -27,6 +27,7 @@ _DEFINITIONS = {
 }
 # What a C/C++ declarator names: `f`, a member `f`, `operator=`, `~T`, `T::f` defined outside its class.
 _DECLARATOR_NAMES = {"identifier", "field_identifier", "operator_name", "destructor_name", "qualified_identifier"}
+_C_TYPES = {"void", "int", "char", "short", "long", "float", "double", "unsigned", "signed", "bool", "_Bool"}
 _WRAPPERS = {"decorated_definition", "export_statement"}  # a definition's range includes these
 # `const f = (a) => {...}`, `let C = class {...}`: in JavaScript and TypeScript as common as declarations.
 _BOUND = {"lexical_declaration", "variable_declaration"}
@@ -68,7 +69,13 @@ def _name(node) -> str | None:
         spec = next((c for c in node.named_children if c.type in ("type_spec", "type_alias")), None)
         return _name(spec) if spec else None
     if node.type == "function_definition" and node.child_by_field_name("name") is None:  # c, cpp
-        declarator = node.child_by_field_name("declarator")
+        declarator, type_ = node.child_by_field_name("declarator"), node.child_by_field_name("type")
+        if declarator is not None and declarator.type == "parenthesized_declarator" \
+                and type_ is not None and type_.type == "type_identifier" and _text(declarator)[1:-1].strip() in _C_TYPES:
+            # `beep(void) {`: a function shown from its name line (its return type on the line above)
+            # reads in C's grammar as type `beep` with a declarator `(void)`, which can name nothing: the
+            # type is its name. (`DEF_PRIMITIVE(list_swap) {` is named by its declarator, `list_swap`.)
+            return _text(type_)
         while declarator is not None and declarator.type not in _DECLARATOR_NAMES:
             # `T& f()`: a reference declarator holds the function's without naming the field
             declarator = declarator.child_by_field_name("declarator") or next(
@@ -201,10 +208,10 @@ _SINGLE = {
     "go": {"function_declaration", "method_declaration"},
     "c": {"function_definition"},
     "java": {"field_declaration"},
-    "javascript": {"lexical_declaration", "method_definition"},
-    "jsx": {"lexical_declaration", "method_definition"},
-    "typescript": {"lexical_declaration", "method_definition"},
-    "tsx": {"lexical_declaration", "method_definition"},
+    "javascript": {"lexical_declaration", "method_definition", "import_statement"},
+    "jsx": {"lexical_declaration", "method_definition", "import_statement"},
+    "typescript": {"lexical_declaration", "method_definition", "import_statement"},
+    "tsx": {"lexical_declaration", "method_definition", "import_statement"},
     "python": {"function_definition", "class_definition"},
     "rust": {"field_initializer", "shorthand_field_initializer"},  # `S { x, x: y }` names x twice
 }
@@ -215,6 +222,8 @@ def _declared(node) -> list[str]:
     if node.type in ("lexical_declaration", "field_declaration"):
         names = [c.child_by_field_name("name") for c in node.named_children if c.type == "variable_declarator"]
         return [_text(n) for n in names if n is not None and n.type == "identifier"]
+    if node.type == "import_statement":
+        return _imported(node)
     if node.type == "field_initializer":
         field = node.child_by_field_name("field")
         return [_text(field)] if field is not None else []
@@ -226,6 +235,27 @@ def _declared(node) -> list[str]:
         return [kind + _text(name)] if name is not None else []
     name = _name(node)
     return [name] if name else []
+
+
+def _imported(node) -> list[str]:
+    """The names an `import` binds: its default, each named import (or its alias), a namespace."""
+    names = []
+    for clause in node.named_children:
+        if clause.type == "import_require_clause":  # `import f = require('g')`
+            names += [_text(c) for c in clause.named_children[:1] if c.type == "identifier"]
+        if clause.type != "import_clause":
+            continue
+        for part in clause.named_children:
+            if part.type == "identifier":
+                names.append(_text(part))
+            elif part.type == "namespace_import":
+                names += [_text(c) for c in part.named_children if c.type == "identifier"]
+            elif part.type == "named_imports":
+                for spec in part.named_children:
+                    bound = spec.child_by_field_name("alias") or spec.child_by_field_name("name")
+                    if spec.type == "import_specifier" and bound is not None:
+                        names.append(_text(bound))
+    return names
 
 
 def declared_twice(root, language: str) -> list[tuple[tuple, str, list[tuple[int, int]]]]:

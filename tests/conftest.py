@@ -228,11 +228,11 @@ def pytest_addoption(parser):
                      help="fuzz size for tests/test_fuzz.py and tests/test_http_faults.py (default 200, env "
                           "APPLY_EDIT_FUZZ_EXAMPLES; the full run is 10000)")
     # tests/test_faults.py and tests/test_soak.py: CI sizes by default; the long runs are these options.
-    parser.addoption("--faults", type=int, default=int(os.environ.get("APPLY_EDIT_FAULTS", 50)),
-                     help="faults injected in a row against one server, gRPC and HTTP (default 50, env "
-                          "APPLY_EDIT_FAULTS)")
-    parser.addoption("--soak-seconds", type=float, default=float(os.environ.get("APPLY_EDIT_SOAK_SECONDS", 45)),
-                     help="how long the soak test keeps 8 streams busy (default 45, env APPLY_EDIT_SOAK_SECONDS)")
+    parser.addoption("--faults", type=int, default=int(os.environ.get("APPLY_EDIT_FAULTS", 30)),
+                     help="faults injected in a row against one server, gRPC and HTTP (default 30: every kind twice "
+                          "or more; env APPLY_EDIT_FAULTS)")
+    parser.addoption("--soak-seconds", type=float, default=float(os.environ.get("APPLY_EDIT_SOAK_SECONDS", 30)),
+                     help="how long the soak test keeps 8 streams busy (default 30, env APPLY_EDIT_SOAK_SECONDS)")
     parser.addoption("--soak-max-new-tokens", type=int,
                      default=int(os.environ.get("APPLY_EDIT_SOAK_MAX_NEW_TOKENS", 48)),
                      help="tokens each soak request may write (default 48; 0: the whole file)")

@@ -67,6 +67,12 @@ def test_a_name_declared_twice_in_one_scope_is_refused():
     update = "function reset() {\n  const end = new Date(this.start.getTime());\n  // ... existing code ...\n}\n"
     kept_both = ts.replace("  const end = this.start;\n", "  const end = new Date(this.start.getTime());\n  const end = this.start;\n")
     assert "it declares `end` twice in one scope (the original does not)" in problems(ts, update, kept_both, "typescript")
+    # An import rewritten at the top of a module kept beside the old one: JavaScript refuses the second binding.
+    ts = "import { codegenNativeComponent } from 'react-native';\nimport type { ViewProps } from './utils';\n\nexport const a = 1;\n"
+    update = "import codegenNativeComponent from 'react-native/codegen';\nimport * as utils from './utils';\n// ... existing code ...\n"
+    kept_both = update.replace("// ... existing code ...\n", "") + ts
+    assert problems(ts, update, kept_both, "typescript") == [
+        "it declares `codegenNativeComponent` twice in one scope (the original does not)"]
 
 
 def test_names_a_language_lets_repeat_are_not_duplicates():

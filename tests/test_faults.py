@@ -39,7 +39,7 @@ pytestmark = pytest.mark.model
 # The smallest fixture (763 prompt tokens on this model): every request pays its prefill, so it sets the pace.
 CASE = load_case(FIXTURES / "ts_small_file_whole_rewrite")
 # A tiny edit (244 prompt tokens against the fixture's 763) for the fault run, where prefill time adds up over
-# 50 faults; the model rambles on after it (over 1000 tokens), so its streams are long enough to cut.
+# the faults; the model rambles on after it (over 1000 tokens), so its streams are long enough to cut.
 TINY = EditCase("greet", Path("greet.py"), 'def greet(name):\n    return "Hello, " + name\n\n\nprint(greet("world"))\n',
                 'def greet(name):\n    return f"Hello, {name}!"\n\n# ... existing code ...\n', expected="")
 LONG = long_apply()

@@ -11,7 +11,7 @@ flat once warm.
     long:        .venv/bin/python -m pytest -q tests/test_http_faults.py --fuzz-examples 2000 --faults 500
 
 The fuzz sends --fuzz-examples / 2 requests (CI: 100), at most 1,000 (the long run); the fault mix injects --faults
-faults (CI: 50), ten kinds in a seeded order. Measured on the 2-core CPU here with CI=1: the module 193 s, of which
+faults (CI: 30), ten kinds in a seeded order. Measured on the 2-core CPU here with CI=1: the module 193 s, of which
 the fuzz 112 s (0.95 s a request: a refusal takes milliseconds, a served request a prefill) and the faults 58 s
 (1.2 s a fault, the deadlines 4 s each); 300 requests took 267 s, so the long run is some 15 min of fuzz and 10 of
 faults.

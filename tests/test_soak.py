@@ -1,5 +1,5 @@
 """Load on the real small model (smollm2-135m, fp32): 8 concurrent streams of fixture applies against one server on
-loopback for --soak-seconds (CI: 45 s; a long soak: `pytest tests/test_soak.py -s --soak-seconds 1800
+loopback for --soak-seconds (CI: 30 s; a long soak: `pytest tests/test_soak.py -s --soak-seconds 1800
 --soak-max-new-tokens 0`), and requests beyond the server's capacity refused at once, never left hanging.
 """
 

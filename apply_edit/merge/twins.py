@@ -210,7 +210,8 @@ def _closing_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts:
             end = original_ends[end]
         # A marker may hide openers, so brackets alone do not pair lines: the closer sits at its opener's
         # depth, and no marker between them leaves the opener's block (`pairs._leaves_block`).
-        if _leaves_block(snippet, opener, closer) or _shallower_marker(snippet, opener, closer):
+        if _leaves_block(snippet, opener, closer) or _shallower_marker(snippet, opener, closer) \
+                or _keeps_nothing(snippet, opener, closer, placed, orig, end):
             continue
         if _width(snippet.lines[closer]) == _width(snippet.lines[opener]) \
                 and snippet.lines[closer].strip() == orig[end].strip() and placed.get(closer) != end:
@@ -225,13 +226,28 @@ def _shallower_marker(snippet: _Snippet, opener: int, closer: int) -> bool:
     return any(snippet.reach[g] is not None and snippet.reach[g] < depth for g in range(opener + 1, closer + 1))
 
 
+def _keeps_nothing(snippet: _Snippet, opener: int, closer: int, placed: dict[int, int], orig: list[str],
+                   end: int) -> bool:
+    """Whether the block's code ends with the line shown before the last marker inside it: a marker
+    stands for some code, so this one stands for more than the rest of that block (siblings after it
+    that the block's closer in the snippet ends)."""
+    gaps = [g for g in range(opener + 1, closer + 1) if snippet.reach[g] is not None]
+    if not gaps:
+        return False
+    shown = max((i for i in range(opener, gaps[-1]) if snippet.lines[i].strip()), default=opener)
+    at = placed.get(shown)
+    return at is not None and at < end and not any(orig[j].strip() for j in range(at + 1, end))
+
+
 def _resuming_runs(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict[int, int]:
     """The lines a hunk starts with after a marker, where two or more of them (one a line of code) follow
     each other in the original too: the marker says the existing code resumes there, so the alignment
     must not write them as new (a new block after them had latched onto old lines further on). Their
     twin is the last such run in the original between the lines found once that the alignment matched
-    in the hunks before and after theirs."""
+    in the hunks before and after theirs, and past some code after the line shown before the marker,
+    which stands for that code (a run found right after it is another block's end that the run copies)."""
     written = {op[1] for op in ops if op[0] == "ins"}
+    placed = {op[1]: op[2] for op in ops if op[0] in ("match", "edit")}
     content = [j for j, line in enumerate(orig) if line.strip()]
     text = [orig[j].strip() for j in content]
     once = Counter(text)
@@ -253,9 +269,14 @@ def _resuming_runs(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> dict
             hunk = snippet.hunk_of[start]
             before = max((j for i, j in at.items() if i < head[0] and snippet.hunk_of[i] != hunk), default=-1)
             after = min((j for i, j in at.items() if i > head[-1] and snippet.hunk_of[i] != hunk), default=len(orig))
+            # The marker stands for some code: the run resumes past the line after the one the snippet
+            # shows before the marker.
+            shown = placed.get(max((i for i in range(start) if snippet.lines[i].strip()), default=-1), -1)
             places = [s for s in range(len(text) - k + 1) if text[s:s + k] == keys[:k]
-                      and before < content[s] and content[s + k - 1] < after]
+                      and before < content[s] and content[s + k - 1] < after
+                      and (shown < 0 or any(orig[j].strip() for j in range(shown + 1, content[s])))]
             if places:
                 found.update(zip(head, (content[places[-1] + n] for n in range(k))))
                 break
     return found
+

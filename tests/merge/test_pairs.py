@@ -43,6 +43,17 @@ def test_a_definition_shown_from_its_name_line_leaves_the_lines_above_it():
     assert merge(c, update, "cpp").text == c.replace("test(\n\t    f)", "test(f)")
 
 
+def test_a_c_function_shown_without_its_return_type_line_is_named_by_its_name():
+    # C's grammar reads `beep(void) {` as type `beep`, declarator `(void)`: named `void`, it was a new
+    # definition kept apart from the original's `beep`, and written beside it.
+    c = "#ifdef BELL\nint\nlouder(void)\n{\n\treturn ring (1);\n}\n\nint\nbeep(void)\n{\n\treturn ring (0);\n}\n#endif\n"
+    update = "// ... existing code ...\n\nbeep(void)\n{\n\treturn ring(0);\n}\n#endif\n"
+    assert [d.name for d in snippet_definitions(update, "c", [0])] == ["beep"]
+    # A macro that defines a function (`DEF_PRIMITIVE(list_swap) {`) is named by what it declares.
+    assert [d.name for d in definitions("DEF_PRIMITIVE(list_swap)\n{\n  return 1;\n}\n", "c")] == ["list_swap"]
+    assert merge(c, update, "c").text == c.replace("ring (0)", "ring(0)")
+
+
 def test_a_new_definition_stays_apart_from_the_old_ones_unless_it_renames_one():
     new = "# ... existing code ...\ndef append(path, text):\n    with open(path, 'a') as f:\n        f.write(text)\n"
     orig, counts, snippet, in_snippet, in_original = definitions_of(ORIGINAL, new, "python")

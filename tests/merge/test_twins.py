@@ -82,3 +82,28 @@ def test_the_first_line_after_a_marker_is_context_where_new_code_copies_it():
     update = ("# ... existing code ...\n\n    assert latest() == '13.5'\n\n\n" + new_test
               + "@fixture('index')\ndef test_lts():\n\n# ... existing code ...\n")
     assert merge(py, update, "python").text == py.replace("@fixture('index')\ndef test_lts", new_test + "@fixture('index')\ndef test_lts")
+
+
+def test_a_run_resuming_after_a_marker_leaves_the_marker_some_code():
+    # Two methods end alike; the snippet shows the second's end (its last line edited) after a marker
+    # below the first's opening lines. Matched to the first's own end, the run left the marker nothing
+    # to stand for and the second method was deleted.
+    tail = "        q = p\n\n        p += 5\n\n        self.check(p, q)\n        self.same(p, 15)\n        self.same(q, 10)\n\n"
+    py = ("class T:\n    def test_a(self):\n        p = A(10)\n" + tail + "        self.kind(p, Base)\n\n"
+          "    def test_b(self):\n        p = B(10)\n" + tail + "        self.kind(p, Old)\n\n"
+          "    def test_c(self):\n        p = C(10)\n")
+    update = ("    def test_a(self):\n        p = A(10)\n    # ... existing code ...\n" + tail
+              + "        self.kind(p, Base)\n\n    def test_c(self):\n    # ... existing code ...\n")
+    assert merge(py, update, "python").text == py.replace("Old", "Base")
+
+
+def test_a_closer_after_a_marker_closes_a_later_block_where_the_shown_one_has_nothing_left():
+    # The marker (at the arms' depth) follows the last line of the `(u8)` arm: it stands for that arm's
+    # `};` and the arms after it, so the `};` shown after it closes the arm before `(u128)`, and no arm is
+    # deleted.
+    rs = ("macro_rules! forward {\n    (u8) => {\n        forward_method!{deserialize_u8}\n    };\n"
+          "    (u16) => {\n        forward_method!{deserialize_u16}\n    };\n"
+          "    (u128) => {\n        forward_method!{deserialize_u128}\n    };\n}\n")
+    update = ("// ... existing code ...\n    (u8) => {\n        forward_method!{deserialize_u8}\n    // ... existing code ...\n\n"
+              "    };\n    (u128) => {\n        forward_method!{deserialize_u128_or_panic}\n    };\n}\n")
+    assert merge(rs, update, "rust").text == rs.replace("deserialize_u128}", "deserialize_u128_or_panic}")
