@@ -201,13 +201,13 @@ def snippet_definitions(text: str, language: str, cuts: list[int]) -> list[Defin
 
 
 # Declarations a scope may not hold twice under one name, by language (where the language itself refuses
-# it, or it is a mistake no one writes on purpose): Java overloads methods and Rust redefines under
-# different `#[cfg]`s, so neither has its functions here; `var` and Python's decorated definitions
+# it, or it is a mistake no one writes on purpose): Java overloads methods (a method there is its name
+# and parameter types) and Rust redefines under different `#[cfg]`s (its functions are not here); `var` and Python's decorated definitions
 # (`@x.setter`, `@overload`) may repeat a name by design.
 _SINGLE = {
     "go": {"function_declaration", "method_declaration"},
     "c": {"function_definition"},
-    "java": {"field_declaration"},
+    "java": {"field_declaration", "method_declaration", "constructor_declaration"},
     "javascript": {"lexical_declaration", "method_definition", "import_statement"},
     "jsx": {"lexical_declaration", "method_definition", "import_statement"},
     "typescript": {"lexical_declaration", "method_definition", "import_statement"},
@@ -224,6 +224,8 @@ def _declared(node) -> list[str]:
         return [_text(n) for n in names if n is not None and n.type == "identifier"]
     if node.type == "import_statement":
         return _imported(node)
+    if node.type in ("method_declaration", "constructor_declaration"):  # java: one signature, once
+        return [_signature(node)]
     if node.type == "field_initializer":
         field = node.child_by_field_name("field")
         return [_text(field)] if field is not None else []
@@ -235,6 +237,19 @@ def _declared(node) -> list[str]:
         return [kind + _text(name)] if name is not None else []
     name = _name(node)
     return [name] if name else []
+
+
+def _signature(node) -> str:
+    """A Java method's name and parameter types, `f(Collection<Filter>, int...)`: overloads differ in it."""
+    types = []
+    for param in getattr(node.child_by_field_name("parameters"), "named_children", []):
+        if param.type == "formal_parameter" and (type_ := param.child_by_field_name("type")) is not None:
+            types.append(_text(type_))
+        elif param.type == "spread_parameter" and param.named_children:
+            types.append(_text(param.named_children[0]) + "...")
+        elif param.type != "line_comment" and param.type != "block_comment":
+            types.append(param.type)  # a receiver parameter or the like: kept distinct
+    return f"{_name(node)}({', '.join(''.join(t.split()) for t in types)})"
 
 
 def _imported(node) -> list[str]:

@@ -67,6 +67,13 @@ def test_a_name_declared_twice_in_one_scope_is_refused():
     update = "function reset() {\n  const end = new Date(this.start.getTime());\n  // ... existing code ...\n}\n"
     kept_both = ts.replace("  const end = this.start;\n", "  const end = new Date(this.start.getTime());\n  const end = this.start;\n")
     assert "it declares `end` twice in one scope (the original does not)" in problems(ts, update, kept_both, "typescript")
+    # A constructor reformatted, kept beside the old one: Java refuses a second method of one signature.
+    java = "class F {\n    public F( List<String> names )\n    {\n        this.names = names;\n    }\n}\n"
+    new = "    public F(List<String> names) {\n        this.names = names;\n    }\n"
+    update = "class F {\n" + new + "}\n"
+    kept_both = java.replace("class F {\n", "class F {\n" + new)
+    assert "it declares `F(List<String>)` twice in one scope (the original does not)" in problems(
+        java, update, kept_both, "java")
     # An import rewritten at the top of a module kept beside the old one: JavaScript refuses the second binding.
     ts = "import { codegenNativeComponent } from 'react-native';\nimport type { ViewProps } from './utils';\n\nexport const a = 1;\n"
     update = "import codegenNativeComponent from 'react-native/codegen';\nimport * as utils from './utils';\n// ... existing code ...\n"
@@ -76,7 +83,10 @@ def test_a_name_declared_twice_in_one_scope_is_refused():
 
 
 def test_names_a_language_lets_repeat_are_not_duplicates():
-    # A getter and its setter, Python's @property and @x.setter, the same const in two blocks.
+    # A getter and its setter, Python's @property and @x.setter, the same const in two blocks, Java overloads.
+    java = "class F {\n    void put(String k) {\n    }\n}\n"
+    both = java.replace("}\n}", "}\n\n    void put(String k, int v) {\n    }\n}")
+    assert problems(java, "// ... existing code ...\n    void put(String k, int v) {\n    }\n}\n", both, "java") == []
     js = "class P {\n  get x() {\n    return this._x\n  }\n}\n"
     both = js.replace("  }\n}\n", "  }\n\n  set x(v) {\n    this._x = v\n  }\n}\n")
     assert problems(js, "// ... existing code ...\n  set x(v) {\n    this._x = v\n  }\n}\n", both, "javascript") == []
