@@ -202,8 +202,8 @@ def snippet_definitions(text: str, language: str, cuts: list[int]) -> list[Defin
 
 # Declarations a scope may not hold twice under one name, by language (where the language itself refuses
 # it, or it is a mistake no one writes on purpose): Java overloads methods (a method there is its name
-# and parameter types) and Rust redefines under different `#[cfg]`s (its functions are not here); `var` and Python's decorated definitions
-# (`@x.setter`, `@overload`) may repeat a name by design.
+# and parameter types) and Rust redefines under different `#[cfg]`s (its functions are not here); `var`
+# and Python's decorated definitions (`@x.setter`, `@overload`) may repeat a name by design.
 _SINGLE = {
     "go": {"function_declaration", "method_declaration"},
     "c": {"function_definition"},
@@ -217,15 +217,15 @@ _SINGLE = {
 }
 
 
-def _declared(node) -> list[str]:
+def _declared(node, language: str) -> list[str]:
     """The names a declaration node declares (a getter and a setter are different names)."""
     if node.type in ("lexical_declaration", "field_declaration"):
         names = [c.child_by_field_name("name") for c in node.named_children if c.type == "variable_declarator"]
         return [_text(n) for n in names if n is not None and n.type == "identifier"]
     if node.type == "import_statement":
         return _imported(node)
-    if node.type in ("method_declaration", "constructor_declaration"):  # java: one signature, once
-        return [_signature(node)]
+    if language == "java" and node.type in ("method_declaration", "constructor_declaration"):
+        return [_signature(node)]  # one signature, once (Go's methods are one name, once)
     if node.type == "field_initializer":
         field = node.child_by_field_name("field")
         return [_text(field)] if field is not None else []
@@ -287,7 +287,7 @@ def declared_twice(root, language: str) -> list[tuple[tuple, str, list[tuple[int
         spans: dict[str, list[tuple[int, int]]] = {}
         for child in node.named_children:
             if child.type in kinds:
-                for name in _declared(child):
+                for name in _declared(child, language):
                     spans.setdefault(name, []).append((child.start_point[0], child.end_point[0]))
         found += [(path, name, lines) for name, lines in spans.items() if len(lines) > 1]
         stack.extend((c, path + ((name,) if (name := _name(c)) else ())) for c in node.named_children)

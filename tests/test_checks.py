@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from apply_edit.cases import load_cases
 from apply_edit.checks import LineChecks, problems
+from apply_edit.definitions import declared_twice_in
 from apply_edit.instruction import deletion_notes
 from apply_edit.merge import merge
 from conftest import FIXTURES
@@ -74,6 +75,8 @@ def test_a_name_declared_twice_in_one_scope_is_refused():
     kept_both = java.replace("class F {\n", "class F {\n" + new)
     assert "it declares `F(List<String>)` twice in one scope (the original does not)" in problems(
         java, update, kept_both, "java")
+    # Go has no overloads: a method of one name twice is a duplicate whatever its parameters.
+    assert declared_twice_in("package p\n\nfunc (s *S) f(a int) {\n}\n\nfunc (s *S) f(b string) {\n}\n", "go")
     # An import rewritten at the top of a module kept beside the old one: JavaScript refuses the second binding.
     ts = "import { codegenNativeComponent } from 'react-native';\nimport type { ViewProps } from './utils';\n\nexport const a = 1;\n"
     update = "import codegenNativeComponent from 'react-native/codegen';\nimport * as utils from './utils';\n// ... existing code ...\n"
