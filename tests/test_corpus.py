@@ -262,3 +262,29 @@ def test_agent_habits_keep_the_snippet_meaning_the_edited_file():
     assert {"flush-markers", "blank-by-markers", "note-on-line"} <= set(writer_habits)
     assert any(line.endswith(("# NEW", "# changed")) or "# NEW:" in line or "# changed:" in line
                for line in writer_habits["note-on-line"].split("\n"))
+
+
+def test_habits_with_markers_leave_the_files_own_marker_like_lines_as_they_are():
+    # A comment of the file that reads like a marker is code the snippet shows: flushing it left or
+    # padding it with blank lines would change lines of the file, not stand for any.
+    from apply_edit.corpus.snippets import _Writer
+
+    own = "        # ... the cached value ...\n"
+    assert is_marker(own)
+    before = _in_class(BEFORE).replace("        return value or 5\n", own + "        return value or 5\n")
+    (edit,) = file_edits(before, before.replace("        return value or 5\n", "        return (value or 5) + 1\n"))
+    writer = _Writer(edit, "python", random.Random(0))
+    lines = writer.minimal()
+    assert own in lines
+    assert own in writer.flush_markers(lines)
+    padded = writer.blank_by_markers(lines) or lines
+    at = padded.index(own)
+    assert padded[at - 1].strip() and padded[at + 1].strip()
+
+
+def test_bare_markers_are_not_written_for_a_file_with_ellipsis_lines_of_its_own():
+    before = BEFORE.replace("    return value or 2\n", "    ...\n")
+    (edit,) = file_edits(before, before.replace("    return value or 7\n", "    return (value or 7) + 1\n"))
+    snippet = write_snippet(edit, "python", random.Random(0), "bare")
+    assert snippet.style == "minimal"
+    assert "# ... existing code ..." in snippet.update

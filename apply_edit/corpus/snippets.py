@@ -7,7 +7,7 @@ a note, or by the instruction alone). Styles, each seeded per case:
 - `minimal`: each hunk with a few lines of context (more where they are all common lines such as `}`),
   `... existing code ...` markers between;
 - `worded`: the same with markers in words (`// ... rest of the class ...`), `/* ... */` in C-like code;
-- `bare`: markers written as a bare `...`;
+- `bare`: markers written as a bare `...` (not for a file with `...` lines of its own);
 - `no-leading-marker`: no marker before the first line: the snippet starts as a piece of the file (a
   trailing marker stays: a snippet that stops inside a definition without one does not say whether the
   rest of it goes);
@@ -24,7 +24,8 @@ On top of its style, a snippet takes on the habits coding agents have, each draw
 rate measured on `shared/agent-edits` (210 snippets written as agents write them; `HABITS`):
 
 - `flush-markers`: every marker written at column 0, whatever the depth of the code it stands for (17%
-  of agent snippets have one between indented lines);
+  of agent snippets have one between indented lines); the habits with markers touch the writer's own,
+  never a line of the file that reads like one (`//   ... Process(...) ...`);
 - `blank-by-markers`: a blank line typed between a marker and the code next to it (agents: 40% after a
   marker, 33% before one);
 - `note-on-line`: a changed line carries a note to the applier, `x = 1  # NEW`, `// changed: ...`
@@ -187,7 +188,9 @@ class _Writer:
         block = self.comment == "//" and self.rng.random() < 0.3
         return self.assemble(self.windows(), lambda: "/* ... */" if block else self.rng.choice(_WORDED))
 
-    def bare(self) -> list[str]:
+    def bare(self) -> list[str] | None:
+        if any(line.strip() in ("...", "…") for line in self.after):
+            return None  # the file's own `...` lines (stubs, docstrings) would read as markers too
         return self.assemble(self.windows(), lambda: "...")
 
     def no_leading_marker(self) -> list[str] | None:
@@ -303,7 +306,11 @@ class _Writer:
         return lines, tuple(taken)
 
     def _marker_lines(self, lines: list[str]) -> set[int]:
-        return {n for n, line in enumerate(lines) if is_marker(line) or line.strip() in ("...", "…")}
+        """The writer's own markers: a line shown from the file is code, however much it looks like one
+        (`//   ... Process(...) ...`), and an agent's habits with markers do not touch it."""
+        code = {line.strip() for line in self.after}
+        return {n for n, line in enumerate(lines)
+                if (is_marker(line) or line.strip() in ("...", "…")) and line.strip() not in code}
 
     def flush_markers(self, lines: list[str]) -> list[str] | None:
         markers = self._marker_lines(lines)
