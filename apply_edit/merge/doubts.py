@@ -13,7 +13,9 @@ Takes the final ops; hands the report its readings:
 - a deleted line that opens a block (the next code line is deeper) whose next line stays: an edit
   rarely takes a header away and leaves its body, an alignment that lost its place often does;
 - new lines beside original lines kept before the snippet's first line (after its last), with no
-  marker there: the snippet may rewrite the file's first (last) lines rather than add to them.
+  marker there: the snippet may rewrite the file's first (last) lines rather than add to them;
+- blank lines alone kept there: a snippet that shows the file's last line without them may have dropped
+  them (an edit that takes the trailing blank line away reads the same as one that leaves it).
 """
 
 from __future__ import annotations
@@ -87,6 +89,11 @@ def doubts(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter
             gone = [n for n in range(first, last + 1) if ops[n][0] == "keep"]
             found.append(Reading("edge", f"new lines beside the file's {end} lines, kept: they may replace them",
                                  tuple((n, ("del", ops[n][1])) for n in gone)))
+        blanks = [n for n in seq[:edge] if ops[n][0] == "keep"]
+        if snippet.reach[gap] is None and blanks and not kept and not new:
+            found.append(Reading("blank", f"blank lines kept beyond the file's {end} code line, which the snippet "
+                                          "shows with no marker beyond it: it may drop them",
+                                 tuple((n, ("del", ops[n][1])) for n in blanks)))
     found += _deleted_beside_markers(ops, orig, accounted)
     found += _whole_up_to_a_marker(ops, snippet, orig, pairs)
     run: list[int] = []

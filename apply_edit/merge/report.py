@@ -32,8 +32,9 @@ class HunkPlacement:
 # replace: drops an original line kept beside a new line that may edit it; header: keeps a deleted line
 # whose block stays; edge: drops the file's first (last) lines kept beside new ones; deletion: keeps a long
 # run of lines deleted between two snippet lines; scope: keeps lines deleted between a line the snippet
-# shows and a marker; note: writes a comment read as a note as code.
-READING_KINDS = ("replace", "header", "edge", "deletion", "scope", "note")
+# shows and a marker; note: writes a comment read as a note as code; blank: drops the blank lines kept at the
+# file's first (last) line, where the snippet shows it without a marker.
+READING_KINDS = ("replace", "header", "edge", "deletion", "scope", "note", "blank")
 
 
 @dataclass(frozen=True)

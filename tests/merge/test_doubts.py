@@ -58,3 +58,14 @@ def test_a_definition_read_as_whole_up_to_a_marker_may_go_on_under_it():
     scope = [r for r in merged.report.readings if r.kind == "scope"]
     assert "y = 2" not in merged.text and len(scope) == 1 and not merged.report.confident
     assert "        y = 2\n        return x + y\n" in merged.reread(scope)
+
+
+def test_blank_lines_kept_past_the_last_line_a_snippet_shows_without_a_marker_are_a_doubt():
+    orig = "".join(f"f{i}() {{\n  return {i};\n}}\n\n" for i in range(3)) + "\n"
+    update = "// ... existing code ...\nf2() {\n  return 20;\n}\n"
+    merged = merge(orig, update, "javascript")
+    assert [r.kind for r in merged.report.readings] == ["blank"] and not merged.report.confident
+    assert merged.text.endswith("return 20;\n}\n\n\n")  # kept as the merge reads it
+    assert merged.reread(merged.report.readings).endswith("return 20;\n}\n")
+    marked = merge(orig, update + "// ... existing code ...\n", "javascript")
+    assert marked.report.readings == [] and marked.report.confident
