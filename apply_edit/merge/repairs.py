@@ -14,7 +14,8 @@ Each takes the alignment's ops and hands back ops (or what to align again with):
   (`_rewritten_headers`);
 - new code that opens a hunk, with a blank line after it, placed where the original separates two lines
   with a blank line, goes after that blank, not before it (`_blank_before_new_code`: the new code is
-  set apart from both neighbours as they were from each other);
+  set apart from both neighbours as they were from each other), and new code that closes a hunk, placed
+  after such a blank, goes before it (`_blank_after_new_code`);
 - a comment block the snippet shows attached to a line (no blank between), right after a marker, is that
   line's comment: the original's attached comment block, which the marker would keep, goes
   (`_replaced_attached_comments`: a rewritten doc comment is not written beside the old one).
@@ -203,3 +204,37 @@ def _blank_before_new_code(ops: list[tuple], snippet: _Snippet, orig: list[str])
             ops[n:k + 1] = [("keep", j + 1, False), *ops[n:k], ("ins", ops[k][1])]
         n = k + 1
     return ops
+
+
+def _blank_after_new_code(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list[tuple]:
+    """The mirror of `_blank_before_new_code`: where a run of new lines (code first and last) that closes
+    a hunk goes before original line j (kept, not shown) and the snippet's blank line before the run is
+    matched to the blank line j - 1, which follows code the snippet shows (line j - 2, or new code), the
+    snippet's blank is written before the run and j - 1 is kept after it: the new code is set apart from
+    both its neighbours, as they were from each other, where matching the blank left it glued to line j."""
+    lines, ops = snippet.lines, list(ops)
+    n = 2
+    while n < len(ops):
+        i = ops[n][1] if ops[n][0] == "ins" else None
+        if i is None or not lines[i].strip() or ops[n - 1][0] != "match" or ops[n - 2][0] == "del":
+            n += 1
+            continue
+        k = n
+        while k < len(ops) and ops[k][0] == "ins":
+            k += 1
+        last = ops[k - 1][1]
+        blank, j = ops[n - 1][2], ops[k][1] if k < len(ops) and ops[k][0] == "keep" else None
+        if (j is not None and lines[last].strip() and orig[j].strip() and blank == j - 1 and not orig[blank].strip()
+                and not lines[ops[n - 1][1]].strip() and _written_code(ops[n - 2], j - 2, lines, orig)
+                and not any(lines[t].strip() and snippet.hunk_of[t] == snippet.hunk_of[last]
+                            for t in range(last + 1, len(lines)))):
+            ops[n - 1:k] = [("ins", ops[n - 1][1]), *ops[n:k], ("keep", blank, False)]
+        n = k + 1
+    return ops
+
+
+def _written_code(op: tuple, at: int, lines: list[str], orig: list[str]) -> bool:
+    """Whether `op` writes a line of code: a new one, or original line `at` as shown or edited."""
+    if op[0] == "ins":
+        return bool(lines[op[1]].strip())
+    return op[0] in ("match", "edit") and op[2] == at and bool(orig[at].strip())

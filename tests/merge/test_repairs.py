@@ -84,6 +84,20 @@ def test_new_code_that_opens_a_hunk_is_set_apart_by_the_blank_line_it_was_placed
     assert merge(rb, shown, "ruby").text == rb.replace("  end\n\n  # Says b.", "  end\n  LIMIT = 3\n\n  # Says b.")
 
 
+
+def test_new_code_that_closes_a_hunk_is_set_apart_by_the_blank_line_it_was_placed_after():
+    from apply_edit.merge import merge
+
+    cpp = "class A {\n    int f() {\n        return 1;\n    }\n\n    int h();\n\nprivate:\n    int x;\n};\n"
+    new = "    int g() {\n        return 2;\n    }\n"
+    update = "// ... existing code ...\n    int f() {\n        return 1;\n    }\n\n" + new + "// ... existing code ...\n"
+    # The marker keeps what followed f, the blank line first: g sits between two blank lines.
+    assert merge(cpp, update, "cpp").text == cpp.replace("    }\n\n    int h", "    }\n\n" + new + "\n    int h")
+    # Two new methods in a row: the last one is set apart from the kept line too.
+    two = new + "\n" + new.replace("g()", "k()")
+    update = "// ... existing code ...\n    int f() {\n        return 1;\n    }\n\n" + two + "// ... existing code ...\n"
+    assert merge(cpp, update, "cpp").text == cpp.replace("    }\n\n    int h", "    }\n\n" + two + "\n    int h")
+
 def test_a_new_block_the_snippet_closes_is_not_an_edit_of_a_header_whose_body_stays():
     from apply_edit.merge import merge
 
