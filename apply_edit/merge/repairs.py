@@ -14,8 +14,8 @@ Each takes the alignment's ops and hands back ops (or what to align again with):
   (`_rewritten_headers`);
 - new code that opens a hunk, with a blank line after it, placed where the original separates two lines
   with a blank line, goes after that blank, not before it (`_blank_before_new_code`: the new code is
-  set apart from both neighbours as they were from each other), and new code that closes a hunk, placed
-  after such a blank, goes before it (`_blank_after_new_code`);
+  set apart from both neighbours as they were from each other), and new code right before a marker,
+  placed after such a blank, goes before it (`_blank_after_new_code`);
 - a comment block the snippet shows attached to a line (no blank between), right after a marker, is that
   line's comment: the original's attached comment block, which the marker would keep, goes
   (`_replaced_attached_comments`: a rewritten doc comment is not written beside the old one).
@@ -207,8 +207,8 @@ def _blank_before_new_code(ops: list[tuple], snippet: _Snippet, orig: list[str])
 
 
 def _blank_after_new_code(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list[tuple]:
-    """The mirror of `_blank_before_new_code`: where a run of new lines (code first and last) that closes
-    a hunk goes before original line j (kept, not shown) and the snippet's blank line before the run is
+    """The mirror of `_blank_before_new_code`: where a run of new lines (code first and last) right
+    before a marker goes before original line j (kept for the marker) and the snippet's blank line before the run is
     matched to the blank line j - 1, which follows code the snippet shows (line j - 2, or new code), the
     snippet's blank is written before the run and j - 1 is kept after it: the new code is set apart from
     both its neighbours, as they were from each other, where matching the blank left it glued to line j."""
@@ -226,8 +226,7 @@ def _blank_after_new_code(ops: list[tuple], snippet: _Snippet, orig: list[str]) 
         blank, j = ops[n - 1][2], ops[k][1] if k < len(ops) and ops[k][0] == "keep" else None
         if (j is not None and lines[last].strip() and orig[j].strip() and blank == j - 1 and not orig[blank].strip()
                 and not lines[ops[n - 1][1]].strip() and _written_code(ops[n - 2], j - 2, lines, orig)
-                and not any(lines[t].strip() and snippet.hunk_of[t] == snippet.hunk_of[last]
-                            for t in range(last + 1, len(lines)))):
+                and snippet.reach[last + 1] is not None):  # a marker right after the run keeps line j
             ops[n - 1:k] = [("ins", ops[n - 1][1]), *ops[n:k], ("keep", blank, False)]
         n = k + 1
     return ops
