@@ -208,15 +208,16 @@ def _blank_before_new_code(ops: list[tuple], snippet: _Snippet, orig: list[str])
 
 def _blank_after_new_code(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list[tuple]:
     """The mirror of `_blank_before_new_code`: where a run of new lines (code first and last) right
-    before a marker goes before original line j (kept for the marker) and the snippet's blank line before the run is
-    matched to the blank line j - 1, which follows code the snippet shows (line j - 2, or new code), the
-    snippet's blank is written before the run and j - 1 is kept after it: the new code is set apart from
-    both its neighbours, as they were from each other, where matching the blank left it glued to line j."""
+    before a marker goes before original line j (kept for the marker), and the snippet's blank line
+    before the run is matched to the blank line j - 1, which follows code the snippet shows (line j - 2,
+    or new code), the snippet's blank is written before the run and j - 1 is kept after it: the new code
+    is set apart from both its neighbours, as they were from each other, where matching the blank left
+    it glued to line j."""
     lines, ops = snippet.lines, list(ops)
     n = 2
     while n < len(ops):
         i = ops[n][1] if ops[n][0] == "ins" else None
-        if i is None or not lines[i].strip() or ops[n - 1][0] != "match" or ops[n - 2][0] == "del":
+        if i is None or not lines[i].strip() or ops[n - 1][0] != "match":
             n += 1
             continue
         k = n
