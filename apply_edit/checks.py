@@ -48,12 +48,24 @@ def _missing_in_order(wanted: list[str], have: list[str]) -> int:
     return missing
 
 
-def _lines_the_grammar_misreads(snippet_tree, update: str, original: str) -> frozenset[str]:
-    """The snippet's new code lines (stripped; lines the original lacks) on which its own parse errs within
-    the line (an ERROR or MISSING node, at any depth, starting and ending on it): the grammar cannot read
-    the line's text (`#  if __has_include(<x>)`, a macro before a declaration), so the same error in a
-    result is the new line's, not the merge's placement. An old line erring in the snippet errs there for
-    want of the lines a marker hides (a fragment's closers), which says nothing of the result."""
+def _line_errors(node, lines: list[str]) -> tuple[str, str, int, int]:
+    """An error within one line as (the stripped line, the node's kind, its span from the line's first
+    character), comparable wherever the line stands and however it is indented."""
+    line = lines[node.start_point[0]]
+    indent = len(line) - len(line.lstrip())
+    return line.strip(), node.type, node.start_point[1] - indent, node.end_point[1] - indent
+
+
+def _lines_the_grammar_misreads(snippet_tree, update: str, original: str) -> frozenset[tuple]:
+    """The errors (`_line_errors`) of the snippet's own parse within a new code line (one the original
+    lacks): an ERROR or MISSING node, at any depth, starting and ending on it. Where the grammar cannot
+    read the line's text (`#  if __has_include(<x>)`, a macro before a declaration), the same error in a
+    result is the new line's, not the merge's placement: an error of the same kind on that line where the
+    spans meet (an ERROR node's edges move with what the parser read before it). An error of another kind
+    or place is the result's: a new `} else if (x) {` errs in a snippet for want of the `if` a marker
+    hides, and lacks a `)` in a result that keeps the old condition's head before it. An old line erring
+    in the snippet errs there for want of the lines a marker hides (a fragment's closers), which says
+    nothing of the result."""
     if snippet_tree is None or not snippet_tree.has_error:
         return frozenset()
     lines = update.split("\n")
@@ -61,18 +73,25 @@ def _lines_the_grammar_misreads(snippet_tree, update: str, original: str) -> fro
     while stack:
         node = stack.pop()
         if (node.is_error or node.is_missing) and node.start_point[0] == node.end_point[0]:
-            misread.add(lines[node.start_point[0]].strip())
+            misread.add(_line_errors(node, lines))
         if node.has_error:
             stack.extend(node.children)
     old = {line.strip() for line in original.split("\n")}
-    return frozenset(line for line in misread if line and line not in old and not is_marker(line))
+    return frozenset(e for e in misread if e[0] and e[0] not in old and not is_marker(e[0]))
 
 
-def _placement_errors(tree, text: str, excused: frozenset[str]) -> int:
-    """The parse errors of `text` (outermost) but those within one line that the snippet's own parse misreads."""
+def _placement_errors(tree, text: str, excused: frozenset[tuple]) -> int:
+    """The parse errors of `text` (outermost) but those within one line that the snippet's own parse has
+    there too (`_lines_the_grammar_misreads`)."""
     lines = text.split("\n")
-    return sum(1 for node in parse_errors(tree)
-               if not (node.start_point[0] == node.end_point[0] and lines[node.start_point[0]].strip() in excused))
+
+    def is_excused(node) -> bool:
+        if node.start_point[0] != node.end_point[0]:
+            return False
+        line, kind, start, end = _line_errors(node, lines)
+        return any(e[0] == line and e[1] == kind and start <= e[3] and e[2] <= end for e in excused)
+
+    return sum(1 for node in parse_errors(tree) if not is_excused(node))
 
 
 def _changed_whole_definitions(update: str, result: str, language: str) -> list[str]:

@@ -338,6 +338,20 @@ def cmd_corpus_report(args) -> int:
     return main_report(Path(args.records), Path(args.corpus), args.method)
 
 
+def cmd_corpus_scale(args) -> int:
+    from .corpus.scale import LINES, write_scale_set
+
+    try:
+        sizes = LINES if args.lines is None else tuple(int(n) for n in args.lines.split(","))
+    except ValueError:
+        raise CliError(f"--lines takes numbers of lines separated by commas, not {args.lines!r}") from None
+    if not sizes or min(sizes) < 20:
+        raise CliError("--lines: each file needs at least 20 lines")
+    for folder in write_scale_set(Path(args.out), sizes):
+        _log(f"wrote {folder}")
+    return 0
+
+
 def cmd_corpus_readings(args) -> int:
     from .corpus.readings import main_readings
 
@@ -489,6 +503,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--corpus", default="corpus", help="the corpus build (default: ./corpus)")
     r.add_argument("--method", help="only this bench method")
     r.set_defaults(func=cmd_corpus_report)
+    g = csub.add_parser("scale", help="one edit the merge cannot place, in files of growing length: what a "
+                                      "file's length costs where the model writes")
+    g.add_argument("--out", default="scale", help="where the cases go (default: ./scale)")
+    g.add_argument("--lines", help="the files' lengths, comma-separated (default: 100,1000,3000,10000)")
+    g.set_defaults(func=cmd_corpus_scale)
     w = csub.add_parser("readings", help="the target's evidence on every reading the merge leaves open, per kind "
                                          "(what arbiter.PRIOR and WEIGHED are measured from)")
     w.add_argument("cases", help="a directory of case folders (a corpus half: corpus/tune)")

@@ -261,5 +261,20 @@ def test_a_line_the_grammar_misreads_in_the_snippet_too_is_no_parse_error_of_the
     fragment = ("// ... existing code ...\n\t\tdeferRender: true,\n\t\tajax: serve,\n\t\tinit: function(s) {\n"
                 "\t\t\tdone();\n\t\t}\n\t});\n// ... existing code ...\n")
     tree = parser_for("javascript").parse(fragment.encode()).root_node
-    assert {"});", "ajax: serve,"} <= _lines_the_grammar_misreads(tree, fragment, "")  # as if all were new
+    assert {"});", "ajax: serve,"} <= {e[0] for e in _lines_the_grammar_misreads(tree, fragment, "")}  # all new
     assert _lines_the_grammar_misreads(tree, fragment, js) == frozenset()
+
+
+def test_a_new_line_erring_in_the_snippet_for_want_of_hidden_lines_is_no_excuse_for_another_error():
+    # The snippet begins inside an `if`: its new `} else if (...) {` errs there for want of the hidden head,
+    # and the merge that keeps the old condition's first lines before it errs on it otherwise.
+    js = ("function route(r, q) {\n  if (r.ok) {\n    send(r);\n  } else if (\n    r.retry &&\n    r.count < 3\n"
+          "  ) {\n    q.push(r);\n  }\n  return q.length;\n}\n")
+    update = ("// ... existing code ...\n  } else if (r.retry) {\n    if (r.count < 3) q.push(r);\n  }\n"
+              "  return q.length;\n}\n// ... existing code ...\n")
+    broken = merge(js, update, "javascript").text  # the old condition's first lines kept before the new one
+    assert "    r.count < 3\n  } else if (r.retry) {\n" in broken
+    assert "it does not parse as javascript (the original does)" in problems(js, update, broken, "javascript")
+    right = js.replace("  } else if (\n    r.retry &&\n    r.count < 3\n  ) {\n    q.push(r);\n",
+                       "  } else if (r.retry) {\n    if (r.count < 3) q.push(r);\n")
+    assert not any("parse" in p for p in problems(js, update, right, "javascript"))

@@ -288,3 +288,28 @@ def test_bare_markers_are_not_written_for_a_file_with_ellipsis_lines_of_its_own(
     snippet = write_snippet(edit, "python", random.Random(0), "bare")
     assert snippet.style == "minimal"
     assert "# ... existing code ..." in snippet.update
+
+
+def test_the_scale_set_is_one_edit_the_merge_cannot_place_in_files_of_each_length(tmp_path):
+    from apply_edit.cases import load_cases
+    from apply_edit.checks import problems
+    from apply_edit.corpus.scale import write_scale_set
+    from apply_edit.merge import merge, split_lines
+    from apply_edit.regions_to_rewrite import changed_regions, failing_regions
+
+    write_scale_set(tmp_path, (100, 3000))
+    cases = load_cases(tmp_path)
+    assert [c.name for c in cases] == ["scale_00100", "scale_03000"]
+    windows = []
+    for case, lines in zip(cases, (100, 3000)):
+        assert abs(len(split_lines(case.original)) - lines) < 20
+        candidate = merge(case.original, case.update, case.language)
+        assert problems(case.original, case.update, candidate.text, case.language)  # the model has to write
+        [region] = failing_regions(case.original, case.update, case.language, "", candidate,
+                                   changed_regions(candidate))
+        window = split_lines(case.original)[region.original_start:region.original_end]
+        assert "function route(request, queue) {\n" in window
+        windows.append(window)
+        # The edit is the same wherever it stands: the expected file is the original with the route rewritten.
+        assert case.expected.count("\n") == case.original.count("\n") - 3 and case.expected.endswith("}\n")
+    assert windows[0] == windows[1]  # what the model reads does not grow with the file
