@@ -7,6 +7,8 @@ Each is a property every correct apply has, whoever wrote the result (the model 
   a marker) the original lacks, nor a deletion note of the snippet's written as code;
 - it parses (tree-sitter) where the original does, and where the original does not (macros tree-sitter
   cannot read), it has no more parse errors than the original;
+- a marker inside a block the snippet opens anew stands for some code: the block holds more than the
+  snippet shows of it (code moved into a new function, which no merge in file order can fetch);
 - it declares no name twice in one scope where the original does not (a field, a `const`, a Go
   function: a replaced line kept beside its replacement);
 - a definition the snippet shows whole (its body, no marker inside) is in it with the same lines;
@@ -92,6 +94,40 @@ def _placement_errors(tree, text: str, excused: frozenset[tuple]) -> int:
         return any(e[0] == line and e[1] == kind and start <= e[3] and e[2] <= end for e in excused)
 
     return sum(1 for node in parse_errors(tree) if not is_excused(node))
+
+
+def _markers_in_new_blocks_left_empty(original: str, update: str, result: str) -> list[str]:
+    """The new blocks (an opening line the original lacks) whose body the snippet elides with a marker,
+    where the result's block holds nothing but the snippet's own lines: a marker stands for code that
+    exists, so that code is missing (code the snippet moves into a new function, which no merge in file
+    order can fetch). By indentation: a block runs to the next line as shallow as its opening line, and
+    a marker's block opens on the nearest shallower line above it, unless that line is a marker too."""
+    old = {line.strip() for line in original.split("\n")}
+    lines, out = update.split("\n"), result.split("\n")
+    found = []
+    for n, line in enumerate(lines):
+        if not is_marker(line) or not (width := indent_width(line)):
+            continue
+        opener = next((m for m in range(n - 1, -1, -1) if lines[m].strip() and indent_width(lines[m]) < width), None)
+        if opener is None or is_marker(lines[opener]) or (head := lines[opener].strip()) in old or head in found:
+            continue
+        shown = set(_block(lines, opener))
+        starts = [m for m, text in enumerate(out) if text.strip() == head]
+        if len(starts) == 1 and all(text in shown for text in _block(out, starts[0])):
+            found.append(head)
+    return found
+
+
+def _block(lines: list[str], opener: int) -> list[str]:
+    """The stripped non-blank, non-marker lines after `opener` that are deeper than it, up to the first
+    that is not."""
+    width, body = indent_width(lines[opener]), []
+    for text in lines[opener + 1:]:
+        if text.strip() and not is_marker(text):
+            if indent_width(text) <= width:
+                break
+            body.append(text.strip())
+    return body
 
 
 def _changed_whole_definitions(update: str, result: str, language: str) -> list[str]:
@@ -208,6 +244,7 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
                     - duplicate_declarations(old_tree, language)})
     if twice:
         found.append(f"it declares {', '.join(f'`{n}`' for n in twice)} twice in one scope (the original does not)")
+    found += _empty_marker_problems(original, update, result)
     if changed := _changed_whole_definitions(shown, result, language):  # notes are not lines of the result
         found.append(f"it has {', '.join(f'`{n}`' for n in changed)} with other lines than the snippet shows whole")
     before = by_line.before
@@ -242,6 +279,12 @@ def _parse_problems(parser, old_tree, new_tree, original: str, update: str, resu
             f"it has {more} more parse error(s) as {language} than the original"]
 
 
+def _empty_marker_problems(original: str, update: str, result: str) -> list[str]:
+    if empty := _markers_in_new_blocks_left_empty(original, update, result):
+        return [f"a marker in the new block {', '.join(f'`{h}`' for h in empty)} stands for code it does not have"]
+    return []
+
+
 def _deletion_problems(original: str, update: str, result: str, language: str, instruction: str) -> list[str]:
     if unexplained := unexplained_deletions(original, update, result, language, instruction):
         return [f"it deletes {sum(run.count for run in unexplained)} line(s) the snippet keeps under a marker, "
@@ -251,9 +294,11 @@ def _deletion_problems(original: str, update: str, result: str, language: str, i
 
 def placement_problems(original: str, update: str, result: str, language: str, instruction: str = "") -> list[str]:
     """The checks that judge a text holding only some of the snippet's hunks (the rest of the file as the
-    original has it): it parses where the original does, and deletes nothing without the snippet's
-    evidence. What tells which of a merge's changed regions is wrong (`regions_to_rewrite.py`)."""
+    original has it): it parses where the original does, deletes nothing without the snippet's evidence,
+    and a marker in a new block stands for some code. What tells which of a merge's changed regions is
+    wrong (`regions_to_rewrite.py`)."""
     parser = parser_for(language)
     old_tree, new_tree = _tree(parser, original), _tree(parser, result)
     return (_parse_problems(parser, old_tree, new_tree, original, update, result, language)
-            + _deletion_problems(original, update, result, language, instruction))
+            + _deletion_problems(original, update, result, language, instruction)
+            + _empty_marker_problems(original, update, result))

@@ -272,9 +272,24 @@ def test_a_new_line_erring_in_the_snippet_for_want_of_hidden_lines_is_no_excuse_
           "  ) {\n    q.push(r);\n  }\n  return q.length;\n}\n")
     update = ("// ... existing code ...\n  } else if (r.retry) {\n    if (r.count < 3) q.push(r);\n  }\n"
               "  return q.length;\n}\n// ... existing code ...\n")
-    broken = merge(js, update, "javascript").text  # the old condition's first lines kept before the new one
-    assert "    r.count < 3\n  } else if (r.retry) {\n" in broken
+    # The old condition's first lines kept before the new one (a merge that keeps the statement's head).
+    broken = js.replace("  ) {\n    q.push(r);\n", "  } else if (r.retry) {\n    if (r.count < 3) q.push(r);\n")
     assert "it does not parse as javascript (the original does)" in problems(js, update, broken, "javascript")
     right = js.replace("  } else if (\n    r.retry &&\n    r.count < 3\n  ) {\n    q.push(r);\n",
                        "  } else if (r.retry) {\n    if (r.count < 3) q.push(r);\n")
     assert not any("parse" in p for p in problems(js, update, right, "javascript"))
+
+
+def test_a_marker_in_a_new_block_must_stand_for_some_code():
+    # Code moved into a new function, shown by a marker there: a merge in file order cannot fetch it, and a
+    # result whose new function holds only the snippet's lines has lost it.
+    js = ("function route(r, q) {\n  if (r.ok) {\n    const body = JSON.stringify(r.payload);\n"
+          "    transport.send(r.id, body);\n  } else {\n    q.push(r);\n  }\n}\n")
+    update = ("function deliver(r) {\n  // ... the lines that sent the request in route ...\n}\n\n"
+              "function route(r, q) {\n  if (r.ok) {\n    deliver(r);\n  } else {\n// ... existing code ...\n")
+    moved = ("function deliver(r) {\n  const body = JSON.stringify(r.payload);\n  transport.send(r.id, body);\n}\n\n"
+             + js.replace("    const body = JSON.stringify(r.payload);\n    transport.send(r.id, body);\n", "    deliver(r);\n"))
+    lost = moved.replace("  const body = JSON.stringify(r.payload);\n  transport.send(r.id, body);\n", "")
+    assert "a marker in the new block `function deliver(r) {` stands for code it does not have" in \
+        problems(js, update, lost, "javascript")
+    assert not any("marker in the new block" in p for p in problems(js, update, moved, "javascript"))

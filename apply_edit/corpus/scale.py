@@ -2,9 +2,8 @@
 file's length costs where the model has to write (`apply-edit corpus scale --out DIR`).
 
 Each case is the same JavaScript module at a given length: numbered functions of a few shapes around one
-function whose edit rewrites a condition spread over several lines (the merge cannot tell which of the old
-lines the new ones replace, so the checks fail and the model writes). The edited function sits in the
-file's middle; only the functions around it grow in number.
+function whose edit moves three of its lines into a new function. The edited function sits in the file's
+middle; only the functions around it grow in number.
 """
 
 from __future__ import annotations
@@ -22,13 +21,18 @@ _SHAPES = (
     "const limits{i} = {{\n  retries: {r},\n  timeout: {t},\n  name: 'limits-{i}',\n}};\n\n",
 )
 
-_ROUTE = ("function route(request, queue) {\n  if (request.ok) {\n    send(request);\n  } else if (\n"
-          "    request.retry &&\n    request.count < 3\n  ) {\n    queue.push(request);\n  }\n  return queue.length;\n}\n\n")
-_ROUTE_EDITED = ("function route(request, queue) {\n  if (request.ok) {\n    send(request);\n"
-                 "  } else if (request.retry) {\n    if (request.count < 3) queue.push(request);\n  }\n"
-                 "  return queue.length;\n}\n\n")
-UPDATE = ("// ... existing code ...\n  } else if (request.retry) {\n    if (request.count < 3) queue.push(request);\n"
-          "  }\n  return queue.length;\n}\n// ... existing code ...\n")
+_ROUTE = ("function route(request, queue) {\n  if (request.ok) {\n    const body = JSON.stringify(request.payload);\n"
+          "    transport.send(request.id, body);\n    metrics.count('sent', body.length);\n"
+          "  } else if (request.retry) {\n    queue.push(request);\n  }\n  return queue.length;\n}\n\n")
+_ROUTE_EDITED = ("function deliver(request) {\n  const body = JSON.stringify(request.payload);\n"
+                 "  transport.send(request.id, body);\n  metrics.count('sent', body.length);\n}\n\n"
+                 "function route(request, queue) {\n  if (request.ok) {\n    deliver(request);\n"
+                 "  } else if (request.retry) {\n    queue.push(request);\n  }\n  return queue.length;\n}\n\n")
+# The sending lines move into a new function, which the snippet shows by a marker there: a merge in file
+# order cannot fetch them (the checks refuse its answer), so the model writes the region.
+UPDATE = ("// ... existing code ...\nfunction deliver(request) {\n  // ... the lines that send the request, moved "
+          "here from route ...\n}\n\nfunction route(request, queue) {\n  if (request.ok) {\n    deliver(request);\n"
+          "  } else if (request.retry) {\n// ... existing code ...\n")
 
 
 def _filler(start: int, lines: int) -> str:

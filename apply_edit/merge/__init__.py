@@ -40,8 +40,9 @@ from .evidence import UnexplainedRun, unexplained_deletions
 from .pairs import _apart, _beside_namesakes, _keep_between_whole_definitions, _pairs
 from .removals import _removed_lines
 from .render import _render
-from .repairs import (_blank_after_new_code, _blank_before_new_code, _closed_block_edits, _dangling_edits,
-                      _head_tail_rewrites, _new_block_closers, _replaced_attached_comments, _rewritten_headers)
+from .repairs import (_blank_after_new_code, _blank_before_new_code, _closed_block_edits, _cut_statements,
+                      _dangling_edits, _head_tail_rewrites, _new_block_closers, _replaced_attached_comments,
+                      _rewritten_headers)
 from .report import HunkPlacement, MergeCandidate, MergeReport, Reading, _report
 from .snippet import _read, _width, code_lines, is_marker, marker_keys, split_lines
 from .snippet import _width as indent_width
@@ -99,6 +100,7 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
                            lambda o: _resumed_lines(o, snippet, orig, counts),
                            lambda o: _rewritten_comment_ends(o, snippet, orig, comment),
                            lambda o: _closing_twins(o, snippet, orig, counts, snippet_ends, original_ends)], align)
+    ops = _cut_statements(ops, snippet, orig, header_end, code)
     ops = _replaced_attached_comments(ops, snippet, orig, comment)
     ops = _blank_after_new_code(_blank_before_new_code(ops, snippet, orig), snippet, orig)
 

@@ -377,13 +377,17 @@ def _edited_lines(table: _Table, s: int) -> set[int]:
     columns, line = table.columns, table.snippet.lines[s]
     key = line.strip()
     edits = {j for j in _sharing_ends(columns.by_ends, key) if _similar(key, columns.keys[j])}
+    identity = _identity(key)
     if table.gaps.opening[s] and (head := _HEAD.match(key)):
         # A new opening line whose body a marker keeps edits an opener of that body's kind at its
         # depth (`<View style={styles.actions}>` given a second style): the body exists. Its
-        # header may have gone on over more lines (`def build(name,` / `path):`).
+        # header may have gone on over more lines (`def build(name,` / `path):`). A definition of a
+        # new name edits only a header that reads like it (a rename): one of another name and other
+        # parameters is another definition (a new function whose body the marker says is moved there).
+        renames = identity is not None and identity[0] == "defines"
         edits |= {j for j in columns.by_head.get(head[0], ()) if columns.width[j] == _width(line)
-                  and columns.keys[columns.header_end[j]][-1:] == key[-1] and key[-1] in "{([>:"}
-    identity = _identity(key)
+                  and columns.keys[columns.header_end[j]][-1:] == key[-1] and key[-1] in "{([>:"
+                  and (not renames or _similar(key, columns.keys[j]))}
     if identity and identity[0] in ("defines", "declares") and identity in columns.by_identity:
         edits = set()  # a header or declaration edits the one of the name it declares, not a neighbour's
     return edits | columns.by_identity.get(identity, set())

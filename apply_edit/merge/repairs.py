@@ -16,6 +16,8 @@ Each takes the alignment's ops and hands back ops (or what to align again with):
   with a blank line, goes after that blank, not before it (`_blank_before_new_code`: the new code is
   set apart from both neighbours as they were from each other), and new code right before a marker,
   placed after such a blank, goes before it (`_blank_after_new_code`);
+- a statement a marker keeps the head of (its lines stop inside the statement's brackets), followed by a new
+  line that reads as the statement joined on one line, is rewritten by that line (`_cut_statements`);
 - a comment block the snippet shows attached to a line (no blank between), right after a marker, is that
   line's comment: the original's attached comment block, which the marker would keep, goes
   (`_replaced_attached_comments`: a rewritten doc comment is not written beside the old one).
@@ -26,7 +28,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .anchors import _CLOSER, _trivial
+from .anchors import _CLOSER, _similar, _trivial
 from .snippet import _Snippet, _width
 
 _LONG_NAME = re.compile(r"[A-Za-z_]\w{5,}")
@@ -142,6 +144,37 @@ def _rewritten_headers(ops: list[tuple], snippet: _Snippet, orig: list[str], hea
                     and code(orig[end]).endswith("{"):
                 gone.update(range(j + 1, end + 1))
     return [("del", op[1]) if op[0] == "keep" and op[1] in gone else op for op in ops]
+
+
+def _cut_statements(ops: list[tuple], snippet: _Snippet, orig: list[str], header_end: list[int], code) -> list[tuple]:
+    """A marker keeps whole statements. Where the lines it keeps stop inside brackets that a statement of
+    the original opens (`} else if (` / `a &&` / `b` kept, its `) {` deleted) and the snippet's next line
+    is new, that line rewrites the statement on one line (`} else if (a) {`): it edits the statement's first
+    line and the statement's other lines go, instead of the head staying beside its new version. Only
+    where the new line reads as the statement with its lines joined (`anchors._similar`), and the lines
+    that close the statement are deleted as it is."""
+    ops, n = list(ops), 0
+    while (n := n + 1) < len(ops):
+        if ops[n][0] != "ins" or ops[n - 1][0] != "keep":
+            continue
+        i, k = ops[n][1], ops[n - 1][1]
+        first = n - 1  # the kept run before the new line: ops[first:n]
+        while first > 0 and ops[first - 1][0] == "keep" and ops[first - 1][1] == ops[first][1] - 1:
+            first -= 1
+        start = next((m for m in range(first, n) if header_end[ops[m][1]] > k), None)
+        if start is None:
+            continue
+        j = ops[start][1]
+        end = header_end[j]
+        closing = [op for op in ops[n + 1:n + 1 + end - k] if op[0] == "del"]
+        if [op[1] for op in closing] != list(range(k + 1, end + 1)):
+            continue
+        joined = " ".join(code(line).strip() for line in orig[j:end + 1])
+        joined = re.sub(r"([(\[])\s+|\s+(?=[)\]])", r"\1", joined)
+        if not _similar(code(snippet.lines[i]).strip(), joined):
+            continue
+        ops[start:n + 1] = [("edit", i, j)] + [("del", g) for g in range(j + 1, k + 1)]
+    return ops
 
 
 def _replaced_attached_comments(ops: list[tuple], snippet: _Snippet, orig: list[str], comment) -> list[tuple]:

@@ -89,3 +89,14 @@ def test_lines_between_two_shown_lines_where_a_deletion_note_stands_go_for_free(
               "    call.respond(body)\n}\n")
     expected = kt[:kt.index("    // buffering")] + kt[kt.index("    call.respond"):]
     assert merge(kt, update, "kotlin").text == expected
+
+
+def test_a_new_definition_whose_body_a_marker_elides_edits_no_header_of_another_name():
+    from apply_edit.merge import merge
+
+    js = ("function label(user) {\n  return user.name;\n}\n\nfunction route(r) {\n  if (r.ok) {\n"
+          "    send(r.body);\n  }\n}\n")
+    update = ("// ... existing code ...\nfunction deliver(request) {\n  // ... moved here from route ...\n}\n\n"
+              "function route(r) {\n  if (r.ok) {\n    deliver(r);\n// ... existing code ...\n")
+    merged = merge(js, update, "javascript").text
+    assert merged.startswith("function label(user) {\n  return user.name;\n")  # not renamed to `deliver`

@@ -108,3 +108,18 @@ def test_a_new_block_the_snippet_closes_is_not_an_edit_of_a_header_whose_body_st
     # Read as an edit of `if [[ $verbose == 1 ]]`: its body and `fi` would stay, headless.
     expected = bash.replace('\tif [[ $verbose', '\tif [[ -n $name ]]; then\n\t\treturn\n\tfi\n\n\tif [[ $verbose')
     assert merge(bash, update, "bash").text == expected
+
+
+def test_a_statement_the_snippet_writes_on_one_line_replaces_its_head_a_marker_would_keep():
+    from apply_edit.merge import merge
+
+    js = ("function route(r, q) {\n  if (r.ok) {\n    send(r);\n  } else if (\n    r.retry &&\n    r.count < 3\n"
+          "  ) {\n    q.push(r);\n  }\n  return q.length;\n}\n")
+    update = ("// ... existing code ...\n  } else if (r.retry) {\n    if (r.count < 3) q.push(r);\n  }\n"
+              "  return q.length;\n}\n// ... existing code ...\n")
+    expected = js.replace("  } else if (\n    r.retry &&\n    r.count < 3\n  ) {\n    q.push(r);\n",
+                          "  } else if (r.retry) {\n    if (r.count < 3) q.push(r);\n")
+    assert merge(js, update, "javascript").text == expected
+    # A new line that does not read as the statement joined is new code beside it: the head stays whole.
+    other = update.replace("  } else if (r.retry) {\n", "  } else if (r.ok && r.fresh && r.late) {\n")
+    assert "  } else if (\n    r.retry &&\n    r.count < 3\n" in merge(js, other, "javascript").text
