@@ -2,7 +2,8 @@
 
 Each is a property every correct apply has, whoever wrote the result (the model or the merge):
 - the snippet's code lines are all in it, in order (compared stripped; an edit shows its new lines),
-  but for its deletion notes (`// removed foo()`, `instruction.deletion_notes`);
+  but for its deletion notes (`// removed foo()`, `instruction.deletion_notes`); where the snippet has
+  markers, each hunk is one piece of it, with no line between its lines that the snippet does not show;
 - it has no lazy-marker line (`// ... existing code ...`, or a bare `...` where the snippet uses one as
   a marker) the original lacks, nor a deletion note of the snippet's written as code;
 - it parses (tree-sitter) where the original does, and where the original does not (macros tree-sitter
@@ -94,6 +95,34 @@ def _placement_errors(tree, text: str, excused: frozenset[tuple]) -> int:
         return any(e[0] == line and e[1] == kind and start <= e[3] and e[2] <= end for e in excused)
 
     return sum(1 for node in parse_errors(tree) if not is_excused(node))
+
+
+def _hunks_broken_up(shown: list[str], have: list[str]) -> list[str]:
+    """Where the snippet has markers, each hunk (its lines between two markers) is a piece of the result:
+    from the hunk's first line the result has once to its last, the result's lines are the hunk's own
+    (blank lines aside). `shown`: the snippet's lines but its notes; `have`: the result's `code_lines`.
+    The first line of each hunk that comes apart (old lines kept inside it). A snippet without markers
+    may show two definitions whole with the code between them kept, so it is not read so."""
+    if not any(is_marker(line) or line.strip() in ("...", "…") for line in shown):
+        return []
+    hunks, hunk = [], []
+    for line in shown:
+        if is_marker(line) or line.strip() in ("...", "…"):
+            hunks.append(hunk)
+            hunk = []
+        elif line.strip():
+            hunk.append(line.strip())
+    hunks.append(hunk)
+    count, broken = Counter(have), []
+    for hunk in hunks:
+        in_hunk = Counter(hunk)
+        once = [n for n, line in enumerate(hunk) if count[line] == 1 and in_hunk[line] == 1]
+        if len(once) < 2:
+            continue
+        first, last = have.index(hunk[once[0]]), have.index(hunk[once[-1]])
+        if have[first:last + 1] != hunk[once[0]:once[-1] + 1]:
+            broken.append(hunk[once[0]])
+    return broken
 
 
 def _markers_in_new_blocks_left_empty(original: str, update: str, result: str) -> list[str]:
@@ -233,6 +262,9 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     have = code_lines(result)
     if (missing := _missing_in_order(snippet, have)) and snippet:
         found.append(f"{missing} of the snippet's {len(snippet)} lines are not in it (in order)")
+    if broken := _hunks_broken_up(shown.split("\n"), have):
+        found.append(f"{len(broken)} of the snippet's hunks come apart in it, from `{broken[0]}` on (lines between "
+                     "that the snippet does not show)")
     by_line = LineChecks(original, update, language, instruction, notes)
     by_line.feed(result)
     found += by_line.problems()

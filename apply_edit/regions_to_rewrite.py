@@ -7,11 +7,12 @@ rewrite only those, each from a window of the original, so its cost is the regio
    each side; runs whose windows touch are one region.
 2. A region fails where the original with only that region's change fails the checks that judge a
    change on its own (`checks.placement_problems`: it parses where the original does, it deletes nothing
-   without the snippet's evidence).
+   without the snippet's evidence, a marker in a new block stands for some code).
 3. Its question is a request of its own: the original's lines the region covers, and the snippet's hunks
    that share a line of code with the merge's text there (all of the snippet where none does).
 The caller (`request.RegionRun`) has the target apply each question as it applies a whole file, puts the
-answers in place of the regions, and checks the whole file.
+answers in place of the regions, and checks the whole file. Where the merge fails outside any such region
+(the checks fail only on the whole file), the model writes the whole file (`Applier.stream`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Iterator
 from .arbiter import WEIGHED, Arbiter
 from .decide import ApplyRefused, Judge, Outcome, first_difference_line
 from .engine_api import DecodeStats, Interrupted
-from .merge import MergeCandidate, merge, split_lines
+from .merge import MergeCandidate, is_marker, merge, split_lines
 from .prompting import DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor
 from .regions import language_for
 from .regions_to_rewrite import Region, region_snippet
@@ -45,10 +45,6 @@ PIPELINES = ("checked", "verify", "merge", "model")
 
 class ApplyError(ValueError):
     """A request that cannot be applied as given (the message says what to fix)."""
-
-
-class TooLongForModel(ApplyError):
-    """A request whose prompt and answer exceed the model's context."""
 
 
 class NoPrefixStore(ApplyError):
@@ -352,8 +348,9 @@ class RegionRun(ApplyRun):
     """The `checked` pipeline where the merge fails the checks in regions of its own
     (`regions_to_rewrite.py`): the target rewrites each such region from a window of the original and the
     snippet's hunks there, as it would write a whole file; the rest of the file is the merge's. The merge's
-    text before a region streams at once, each region once the target has written it; the file must pass
-    every check and be done within `model_seconds`, or the iteration raises `ApplyRefused`."""
+    text before a region streams at once, each region once the target has written it (and the merge has
+    put back the window's lines it wrote a marker for); the file must pass every check and be done within
+    `model_seconds`, or the iteration raises `ApplyRefused`."""
 
     def __init__(self, applier: Applier, request: ApplyRequest, regions: list[Region], options: ApplyOptions,
                  stats: ApplyStats, start: float):
@@ -370,23 +367,26 @@ class RegionRun(ApplyRun):
         self.stats.total_s = time.perf_counter() - self._start
         raise ApplyRefused(self.outcome.reason)
 
-    def _rewrite(self, region: Region, merged: list[str]) -> Iterator[str]:
-        """The target's text for one region (streamed as it is written); refuses when out of time."""
+    def _rewrite(self, region: Region, merged: list[str]) -> str:
+        """The target's text for one region; refuses when out of time. Where the target copies a marker
+        line of the snippet (it writes `// ... existing code ...` for the window's lines it did not copy),
+        its text is read as a snippet of the window: the merge puts those lines back."""
         request = self._request
-        window = ApplyRequest("".join(split_lines(request.original)[region.original_start:region.original_end]),
-                              region_snippet(request.update, merged[region.start:region.end]),
+        original = "".join(split_lines(request.original)[region.original_start:region.original_end])
+        window = ApplyRequest(original, region_snippet(request.update, merged[region.start:region.end]),
                               request.instruction, request.language_resolved)
         began = time.perf_counter()
         try:
             run = self._applier.run(self._applier.plan(window, self._options))
         except ApplyError as exc:
             self._refuse(f"the target could not rewrite {region.describe()}: {exc}")
-        late = False
+        late, text = False, ""
         try:
             for piece in run:
-                yield piece
+                text += piece
+                self.model_text += piece
                 if self.cancelled:
-                    return
+                    return text
                 if late := self.model_seconds is not None and time.perf_counter() - self._start > self.model_seconds:
                     break
         finally:
@@ -397,6 +397,9 @@ class RegionRun(ApplyRun):
         if late:
             self._refuse(f"the target's rewrite of {region.describe()} was not finished within "
                          f"{self.model_seconds:g} s")
+        if any(is_marker(line) for line in split_lines(text)):
+            text = merge(original, text, request.language_resolved).text
+        return text
 
     def __iter__(self) -> Iterator[str]:
         judge = self._judge
@@ -404,11 +407,10 @@ class RegionRun(ApplyRun):
         merged, done = split_lines(judge.candidate.text), 0
         for region in self._regions:
             yield from self._emit("".join(merged[done:region.start]))
-            for piece in self._rewrite(region, merged):
-                self.model_text += piece
-                yield from self._emit(piece)
+            text = self._rewrite(region, merged)
             if self.cancelled:
                 return
+            yield from self._emit(text)  # each region once the target has written it
             if self.text and not self.text.endswith("\n") and region.end < len(merged):
                 self._refuse(f"the target's rewrite of {region.describe()} does not end its last line")
             done = region.end

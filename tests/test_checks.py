@@ -293,3 +293,17 @@ def test_a_marker_in_a_new_block_must_stand_for_some_code():
     assert "a marker in the new block `function deliver(r) {` stands for code it does not have" in \
         problems(js, update, lost, "javascript")
     assert not any("marker in the new block" in p for p in problems(js, update, moved, "javascript"))
+
+
+def test_each_hunk_of_a_snippet_with_markers_is_one_piece_of_the_result():
+    c = ("void flush(Slirp *s)\n{\n    send(s);\n}\n\n/*\n * Send one packet.\n */\nvoid start(Slirp *s)\n{\n"
+         "    next(s);\n}\n")
+    update = "// ... existing code ...\n    send(s);\n}\n\nvoid start(Slirp *s)\n{\n// ... existing code ...\n"
+    right = c.replace("/*\n * Send one packet.\n */\n", "")  # the snippet shows the comment gone
+    assert problems(c, update, right, "c") == []
+    found = problems(c, update, c, "c")  # the comment kept inside the hunk
+    assert "1 of the snippet's hunks come apart in it, from `send(s);` on (lines between that the snippet does " \
+           "not show)" in found
+    # Without markers, two definitions shown whole may keep the code between them.
+    whole = "void flush(Slirp *s)\n{\n    send(s);\n}\n\nvoid start(Slirp *s)\n{\n    next(s);\n}\n"
+    assert not any("come apart" in p for p in problems(c, whole, c, "c"))

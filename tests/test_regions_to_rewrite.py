@@ -1,5 +1,5 @@
 """The regions the target rewrites where the merge fails the checks (`regions_to_rewrite.py`), and the run
-that rewrites them when the whole file is too long for the target (`request.RegionRun`)."""
+that rewrites them (`request.RegionRun`), whether or not the whole file would fit the target's context."""
 
 import pytest
 
@@ -72,3 +72,37 @@ def test_a_file_too_long_for_the_target_has_the_failing_region_written_by_it_and
         assert "no sound result" in run.outcome.reason
     else:
         assert run.outcome.path == "merge+model" and run.text.endswith("".join(merged[region.end:]))
+
+
+@pytest.mark.model
+def test_a_region_run_cancelled_while_the_target_writes_decides_nothing():
+    import threading
+    import time
+
+    from apply_edit.models.transformers_target import TransformersTarget
+
+    target = TransformersTarget.load(TEST_MODEL, dtype="fp32", log=lambda *_: None)
+    request = ApplyRequest(ORIGINAL, UPDATE, language="javascript")
+    run = Applier(target).stream(request)
+    assert isinstance(run, RegionRun)  # the file fits the model's context: the region is written all the same
+    pieces, finished = [], threading.Event()
+
+    def read():
+        try:
+            pieces.extend(run)
+        except ApplyRefused:
+            pass
+        finally:
+            finished.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + 120
+    while not run.model_text and not finished.is_set() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert run.model_text and not finished.is_set()  # the target has begun the region, not ended it
+    run.cancel()
+    assert finished.wait(60)
+    # No outcome, no path: a face writes nothing (`in_place.commit_in_place` runs only on a final answer);
+    # what was sent is the merge's text before the region.
+    assert run.outcome is None and run.stats.path == "" and "".join(pieces) == run.text
+    assert run.text and request.merged.text.startswith(run.text) and "function deliver" not in run.text
