@@ -169,12 +169,17 @@ def cmd_apply(args) -> int:
         _log(f"path: {stats.path}{where}")
     for verdict in stats.verdicts:
         _log(f"target: {verdict}")
+    for region in stats.regions_written:
+        _log(f"target wrote {region}")
     engine = stats.decode
     if stats.path == "merge" and not engine.target_passes:
         _log(f"answered by the merge in {stats.total_s:.2f}s; the model did not run")
     elif stats.readings_weighed and not engine.target_passes:
         _log(f"the target read {stats.arbiter_tokens} tokens in {stats.arbiter_s:.2f}s to decide what the merge left "
              f"open; {stats.total_s:.2f}s in all")
+    elif stats.regions_written and not engine.target_passes:  # each region's own counts are on its line
+        _log(f"the target wrote the {len(stats.regions_written)} region(s) the merge failed in; "
+             f"{stats.total_s:.2f}s in all")
     else:
         _log(f"{stats.method}: {engine.new_tokens} tokens in {stats.total_s:.2f}s (first text after "
              f"{stats.ttft_s:.2f}s), {engine.target_passes} target passes, {engine.tokens_per_pass:.1f} tokens/pass, "
