@@ -27,3 +27,19 @@ def test_metric_labels_come_from_a_bounded_set():
     assert language_label(pb.ApplyRequest(language="Python")) == "python"
     assert language_label(pb.ApplyRequest(language="x" * 50)) == "other"
     assert language_label(pb.ApplyRequest()) == "unknown"
+
+
+def test_the_regions_the_model_wrote_and_the_target_s_verdicts_reach_a_grpc_client():
+    from apply_edit.request import ApplyOptions, ApplyStats
+    from apply_edit.service.client import RemoteRun
+    from apply_edit.service.servicer import stats_message
+
+    stats = ApplyStats(method="spec", path="merge+model",
+                       regions_written=["lines 41-62 (original 41-61): 121 tokens written in 5.1 s"],
+                       verdicts=["kept the old line: 9.2 nats"])
+    message = pb.Stats.FromString(stats_message(stats, "qwen").SerializeToString())
+    client = RemoteRun.__new__(RemoteRun)  # its reading of the final message, without a server
+    client.stats = ApplyStats(method=ApplyOptions().method)
+    client._take(message)
+    assert (client.stats.path, client.stats.regions_written, client.stats.verdicts) == \
+        ("merge+model", stats.regions_written, stats.verdicts)

@@ -159,6 +159,7 @@ class RemoteRun:
         engine.prompt_cached = s.prompt_tokens_cached
         st.prompt_tokens, st.method = s.prompt_tokens, s.method
         st.path, st.disagreement_line = s.path, s.disagreement_line
+        st.regions_written, st.verdicts = list(s.regions_written), list(s.verdicts)
 
     def result(self) -> str:
         for _ in self:

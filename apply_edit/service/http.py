@@ -514,13 +514,15 @@ def create_app(service: ModelService, *, model_names: tuple[str, ...], token: st
 
 def _apply_info(job: _Job) -> dict:
     """Not OpenAI's (clients ignore unknown fields): the target passes the answer took, the server's own
-    times, and for an apply which path produced its text (decide.PATHS) and where the model departed."""
+    times, and for an apply which path produced its text (decide.PATHS), where the model departed, the
+    regions it wrote and the readings the target decided."""
     if job.run is None:
         return {}
     s = job.run.stats
     info = {"target_passes": s.decode.target_passes, "ttft_s": round(s.ttft_s, 4), "total_s": round(s.total_s, 4)}
     if job.is_apply:
-        info.update(path=s.path, disagreement_line=s.disagreement_line or None)
+        info.update(path=s.path, disagreement_line=s.disagreement_line or None,
+                    regions_written=s.regions_written or None, verdicts=s.verdicts or None)
     return {"apply_edit": info}
 
 

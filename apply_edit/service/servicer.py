@@ -107,7 +107,8 @@ def stats_message(stats: ApplyStats, model_name: str) -> pb.Stats:
                     drafted_tokens=engine.drafted_tokens, accepted_tokens=engine.accepted_tokens,
                     tokens_per_pass=engine.tokens_per_pass, ttft_s=stats.ttft_s, total_s=stats.total_s,
                     prompt_tokens=stats.prompt_tokens, method=stats.method, model=model_name, path=stats.path,
-                    disagreement_line=stats.disagreement_line)
+                    disagreement_line=stats.disagreement_line, regions_written=stats.regions_written,
+                    verdicts=stats.verdicts)
 
 
 class ApplyEditServicer:
