@@ -13,9 +13,10 @@ from pathlib import Path
 LINES = (100, 1_000, 3_000, 10_000)
 
 _SHAPES = (
-    "function total{i}(items) {{\n  let sum = {i};\n  for (const item of items) {{\n    sum += item.price * item.count;\n"
-    "  }}\n  return sum;\n}}\n\n",
-    "function label{i}(user) {{\n  if (!user.name) {{\n    return 'user-{i}';\n  }}\n  return `${{user.name}} ({i})`;\n}}\n\n",
+    "function total{i}(items) {{\n  let sum = {i};\n  for (const item of items) {{\n"
+    "    sum += item.price * item.count;\n  }}\n  return sum;\n}}\n\n",
+    "function label{i}(user) {{\n  if (!user.name) {{\n    return 'user-{i}';\n  }}\n"
+    "  return `${{user.name}} ({i})`;\n}}\n\n",
     "async function fetch{i}(client, id) {{\n  const response = await client.get(`/items/{i}/${{id}}`);\n"
     "  return response.ok ? response.body : null;\n}}\n\n",
     "const limits{i} = {{\n  retries: {r},\n  timeout: {t},\n  name: 'limits-{i}',\n}};\n\n",
