@@ -107,9 +107,11 @@ class TestOnARealModel:
         update = ("def check_host(value):\n    if value is None:\n        raise ValueError('host')\n    return value\n"
                   "\n\ndef check_password(value):\n# ... existing code ...\n")
         request = ApplyRequest(original, update, language="python")
-        # Open (keeping the lines passes the checks too), but the target's evidence does not tell a long
-        # deletion from a forgotten marker (arbiter.WEIGHED): the merge's reading stands.
-        assert [r.kind for r, _ in request.judge.open_readings(READING_KINDS)] == ["deletion"]
+        # A reading of the merge's (a long deletion, or a forgotten marker), but the other way breaks up the
+        # hunk the snippet shows (`return value`, then `def check_password`) and fails the checks; the
+        # target's evidence does not tell the two apart anyway (arbiter.WEIGHED): the merge's reading stands.
+        assert [r.kind for r in request.merged.report.readings] == ["deletion"]
+        assert request.judge.open_readings(READING_KINDS) == []
         run = applier.stream(request, ApplyOptions())
         text = run.result()
         assert run.stats.path == "merge" and not run.needs_model
