@@ -141,8 +141,10 @@ class Applier:
                            self._shared_start(prompt, prompt_ids))
 
     def stream(self, request: ApplyRequest, options: ApplyOptions | None = None, proposer=None) -> ApplyRun:
-        """Start an apply: the merge's answer where it is sound (the `checked` pipeline), else the model's
-        run on the request's plan. `proposer` replaces the copy drafter (the bench's oracle uses it)."""
+        """Start an apply: the merge's answer where it is sound (the `checked` pipeline; the target decides
+        the readings it leaves open), else the model's regions where the merge fails in regions of its own,
+        else the model's run on the request's plan. `proposer` replaces the copy drafter (the bench's
+        oracle uses it)."""
         start = time.perf_counter()
         options = options or ApplyOptions()
         if (answer := merge_answer(request, options)) is not None:
