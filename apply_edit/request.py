@@ -397,7 +397,7 @@ class RegionRun(ApplyRun):
         if late:
             self._refuse(f"the target's rewrite of {region.describe()} was not finished within "
                          f"{self.model_seconds:g} s")
-        if any(is_marker(line) for line in split_lines(text)):
+        if any(is_marker(line) and line not in original for line in split_lines(text)):  # not the file's own
             text = merge(original, text, request.language_resolved).text
         return text
 
