@@ -39,6 +39,11 @@ from .regions import parse_errors, parser_for
 MAX_DROPPED = 0.2
 
 
+def _marks(line: str) -> bool:
+    """A marker line, or a bare `...` / `…` line: where a snippet's hunks part, for the checks."""
+    return is_marker(line) or line.strip() in ("...", "…")
+
+
 def _missing_in_order(wanted: list[str], have: list[str]) -> int:
     """How many of `wanted` are not matched when walking `have` in order (a greedy subsequence match)."""
     at, missing = 0, 0
@@ -103,11 +108,11 @@ def _hunks_broken_up(shown: list[str], have: list[str]) -> list[str]:
     (blank lines aside). `shown`: the snippet's lines but its notes; `have`: the result's `code_lines`.
     The first line of each hunk that comes apart (old lines kept inside it). A snippet without markers
     may show two definitions whole with the code between them kept, so it is not read so."""
-    if not any(is_marker(line) or line.strip() in ("...", "…") for line in shown):
+    if not any(map(_marks, shown)):
         return []
     hunks, hunk = [], []
     for line in shown:
-        if is_marker(line) or line.strip() in ("...", "…"):
+        if _marks(line):
             hunks.append(hunk)
             hunk = []
         elif line.strip():
@@ -165,7 +170,7 @@ def _changed_whole_definitions(update: str, result: str, language: str) -> list[
     interleaved into them (a new method's header read as an edit of the next method's keeps that one's
     body under the new name)."""
     lines = update.split("\n")
-    markers = [n for n, line in enumerate(lines) if is_marker(line) or line.strip() in ("...", "…")]
+    markers = [n for n, line in enumerate(lines) if _marks(line)]
     shown = snippet_definitions(update, language, [n for n in markers if not lines[n][:1].isspace()])
     names = Counter((d.kind, d.name) for d in shown)
 
@@ -258,7 +263,7 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     notes = deletion_notes(original, update, language)
     update_lines = without_change_notes(original, update, language).split("\n")
     shown = "\n".join(line for n, line in enumerate(update_lines) if n not in notes)
-    snippet = [line for line in code_lines(shown) if not is_marker(line) and line not in ("...", "…")]
+    snippet = [line for line in code_lines(shown) if not _marks(line)]
     have = code_lines(result)
     if (missing := _missing_in_order(snippet, have)) and snippet:
         found.append(f"{missing} of the snippet's {len(snippet)} lines are not in it (in order)")
