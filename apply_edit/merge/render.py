@@ -95,7 +95,20 @@ def _hunk_shifts(ops: list[tuple], snippet: _Snippet, orig: list[str], prose: fr
     outer = {h: shift if (shift := _shift(p)) == usual[0][0] else None
              for h, p in outermost.items() if p and usual}
     own = {h: shifts.get(h) or overall or outer.get(h) for h in set(snippet.hunk_of)}
-    return {h: None if shift == ("", "") else shift for h, shift in own.items()}
+    in_place = _outermost_in_place(matched_by_hunk)
+    return {h: None if shift == ("", "") or h in in_place else shift for h, shift in own.items()}
+
+
+def _outermost_in_place(matched_by_hunk: dict[int, list[tuple[str, str]]]) -> set[int]:
+    """Hunks whose least indented matched lines sit where the original has them: such a hunk is not a
+    re-indented copy, whatever the rest of the snippet is; its deeper lines at another offset are ones the
+    edit moved (old statements wrapped in a new `for`), and its new lines keep the snippet's indentation."""
+    in_place = set()
+    for h, pairs in matched_by_hunk.items():
+        least = min(_width(s_line) for s_line, _ in pairs)
+        if all(_offset(s, o) == ("", "") for s, o in pairs if _width(s) == least):
+            in_place.add(h)
+    return in_place
 
 
 def _offset(s_line: str, o_line: str) -> tuple[str, str] | None:

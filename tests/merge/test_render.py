@@ -84,3 +84,18 @@ def test_a_blank_line_typed_before_a_trailing_marker_at_the_files_end_is_layout(
     py = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
     update = "def g():\n    return 3\n\n# ... existing code ...\n"
     assert merge(py, update, "python").text == py.replace("return 2", "return 3")
+
+
+def test_a_hunk_whose_outermost_lines_sit_in_place_keeps_its_own_indentation():
+    # Most matched lines moved one level deeper (wrapped in the new `for`), so most of the snippet sits at
+    # one offset from the file; but the hunk's outermost lines are where the file has them: it is not a
+    # re-indented copy, and its new lines are written as the snippet has them.
+    from apply_edit.merge import merge
+
+    checks = "".join(f"\tassert(t, {n}, got[{n}])\n" for n in range(10))
+    original = "package p\n\nfunc TestOffsets(t *testing.T) {\n\tgot := colors(0)\n" + checks + "}\n"
+    update = ("// ... existing code ...\nfunc TestOffsets(t *testing.T) {\n\tfor _, attr := range attrs {\n"
+              "\t\tgot := colors(attr)\n" + checks.replace("\t", "\t\t") + "\t}\n}\n")
+    expected = ("package p\n\nfunc TestOffsets(t *testing.T) {\n\tfor _, attr := range attrs {\n\t\tgot := colors(attr)\n"
+                + checks.replace("\t", "\t\t") + "\t}\n}\n")
+    assert merge(original, update, "go").text == expected
