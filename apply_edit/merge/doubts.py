@@ -84,9 +84,9 @@ def doubts(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter
         kept = [n for n in seq[:edge] if ops[n][0] == "keep" and orig[ops[n][1]].strip()]
         new = any(ops[n][0] == "ins" and snippet.lines[ops[n][1]].strip() for n in seq[:edge])
         if snippet.reach[gap] is None and new and kept:
-            # The other reading: the kept lines go, with the blank lines among them.
-            first, last = min(kept), max(kept)
-            gone = [n for n in range(first, last + 1) if ops[n][0] == "keep"]
+            # The other reading: the snippet's edge lines are the file's, with no marker beyond them: every
+            # original line kept beyond the first (last) line the snippet shows goes, blank lines too.
+            gone = sorted(n for n in seq[:edge] if ops[n][0] == "keep")
             found.append(Reading("edge", f"new lines beside the file's {end} lines, kept: they may replace them",
                                  tuple((n, ("del", ops[n][1])) for n in gone)))
         blanks = [n for n in seq[:edge] if ops[n][0] == "keep"]

@@ -43,6 +43,18 @@ def test_new_lines_beside_the_files_first_lines_kept_are_a_doubt():
     assert shown.report.readings == [] and "const b = require('b');\n" in shown.text
 
 
+def test_the_other_way_of_new_first_lines_is_the_snippets_start_with_no_old_line_left_above_it():
+    # A new license header over the old one: taken the other way, the old one goes with the blank line
+    # that separated it from the code (the snippet's own blank line separates the new one).
+    old = "".join(f"// Licensed under the terms {i}\n" for i in range(6))
+    go = old + "\npackage spec\n\nimport (\n\t\"encoding/json\"\n)\n" + "".join(
+        f"\nfunc F{i}() int {{\n\treturn {i}\n}}\n" for i in range(4))
+    update = "// SPDX-License-Identifier: Apache-2.0\n\npackage spec\n// ... existing code ...\n"
+    candidate = merge(go, update, "go")
+    edge = [r for r in candidate.report.readings if r.kind == "edge"]
+    assert candidate.reread(edge) == go.replace(old + "\n", "// SPDX-License-Identifier: Apache-2.0\n\n")
+
+
 def test_deleting_a_header_and_keeping_its_body_is_a_doubt():
     orig = split_lines("class A:\n    def f(self):\n        return 1\n")
     snippet = _parse_snippet(["class A:\n", "        return 1\n"], set(), "python", set())
