@@ -137,12 +137,14 @@ class Judge:
         return self._refused(f"the model's output (stopped after its line {lines}: no ending can pass) "
                              + "; ".join(line_problems), first_difference_line(self.candidate.text, model_text), found)
 
-    def late(self, model_text: str, seconds: float) -> Outcome:
-        """The outcome where the model was stopped because writing the file took longer than `seconds`."""
+    def late(self, model_text: str, seconds: float, foreseen: str = "") -> Outcome:
+        """The outcome where the model was stopped because writing the file took longer than `seconds`, or,
+        with `foreseen` (why), was not started because it could not be done within them."""
         lines = model_text.count("\n")
         found = {"model": [f"not finished within {seconds:g} s"], "merge": self.merge_problems}
-        return self._refused(f"the model's output (stopped after its line {lines}: not finished within {seconds:g} s)",
-                             first_difference_line(self.candidate.text, model_text), found)
+        how = f"not started: {foreseen}, beyond the {seconds:g} s bound" if foreseen else \
+            f"stopped after its line {lines}: not finished within {seconds:g} s"
+        return self._refused(f"the model's output ({how})", first_difference_line(self.candidate.text, model_text), found)
 
     def _refused(self, model_says: str, line: int, found: dict[str, list[str]]) -> Outcome:
         return Outcome("refused", f"no sound result: {model_says} — and the merge " + "; ".join(self.merge_problems),

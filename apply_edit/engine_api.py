@@ -100,9 +100,16 @@ def _interpolate(points: dict[int, float], x: int) -> float:
 
 @dataclass
 class CostCurve:
-    """Seconds per verify pass by context length and drafted tokens (piecewise linear in both)."""
+    """Seconds per verify pass by context length and drafted tokens (piecewise linear in both), and
+    seconds to read a prompt by its length."""
 
     points: dict[int, dict[int, float]]  # context -> k -> seconds
+    prefill: dict[int, float] = field(default_factory=dict)  # prompt tokens -> seconds to read them; {}: unknown
 
     def __call__(self, k: int, context: int = 0) -> float:
         return _interpolate({c: _interpolate(by_k, k) for c, by_k in self.points.items()}, context)
+
+    def read_seconds(self, tokens: int) -> float:
+        """Seconds to read a prompt of `tokens` into an empty cache (0.0 where not measured). Linear beyond
+        the longest prompt measured, so an underestimate there: attention grows faster."""
+        return _interpolate({0: 0.0, **self.prefill}, tokens) if self.prefill else 0.0

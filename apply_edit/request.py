@@ -185,6 +185,7 @@ class ApplyRun:
         self._start = start
         self._judge = judge
         self.model_seconds: float | None = None  # where the model writes the file: its bound (`ApplyOptions`)
+        self.foreseen_late = ""  # why the bound cannot be met, known before any pass (`Applier.run`)
         self._interrupted = False
 
     @property
@@ -266,6 +267,10 @@ class ApplyRun:
         yield from self._emit(merge_text[len(self.text):])
 
     def _model_then_judge(self, judge: Judge) -> Iterator[str]:
+        if self.foreseen_late:
+            self.close()
+            self.stats.total_s = time.perf_counter() - self._start
+            raise ApplyRefused(self._decide(judge.late("", self.model_seconds, self.foreseen_late)).reason)
         by_line, checked, stopped, late = judge.line_checks(), 0, False, False
         pieces = self._pieces()
         for piece in pieces:
@@ -377,9 +382,13 @@ class RegionRun(ApplyRun):
                               request.instruction, request.language_resolved)
         began = time.perf_counter()
         try:
-            run = self._applier.run(self._applier.plan(window, self._options))
+            plan = self._applier.plan(window, self._options)
         except ApplyError as exc:
             self._refuse(f"the target could not rewrite {region.describe()}: {exc}")
+        if why := self._applier.too_slow(len(plan.prompt_ids), self.model_seconds, self._start):
+            self._refuse(f"the target's rewrite of {region.describe()} (not started: {why}, beyond the "
+                         f"{self.model_seconds:g} s bound)")
+        run = self._applier.run(plan)
         late, text = False, ""
         try:
             for piece in run:

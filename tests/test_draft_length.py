@@ -1,3 +1,4 @@
+import json
 import random
 
 import pytest
@@ -5,7 +6,7 @@ import pytest
 from apply_edit.decoding import Decoding, greedy_decode
 from apply_edit.draft_length import MIN_CAP, AdaptiveK, RegionAdaptiveK, best_k, expected_tokens
 from apply_edit.engine_api import CostCurve, Draft
-from apply_edit.models.cost import measure_cost
+from apply_edit.models.cost import cached_cost, measure_cost
 from apply_edit.proposers import SuffixArrayProposer
 from conftest import oracle, random_model
 
@@ -150,3 +151,23 @@ def test_measure_cost_covers_the_contexts_the_model_can_hold():
     assert sorted(measure_cost(TimedStub(), repeats=1).points) == [1000, 6000]  # no stated limit
     assert sorted(measure_cost(TimedStub(max_position_embeddings=4096), repeats=1).points) == [1000]
     assert sorted(measure_cost(TimedStub(max_position_embeddings=512), repeats=1).points) == [1000]  # least there is
+
+
+def test_measure_cost_times_the_reading_of_each_context_as_a_prompt():
+    assert sorted(measure_cost(TimedStub(), repeats=1).prefill) == [1000, 6000]
+
+
+def test_a_prompts_reading_time_is_interpolated_from_the_prompts_measured():
+    curve = CostCurve({1000: {0: 0.1}}, prefill={1000: 7.0, 6000: 47.0})
+    assert curve.read_seconds(500) == pytest.approx(3.5)
+    assert curve.read_seconds(3500) == pytest.approx(27.0)
+    assert curve.read_seconds(11000) == pytest.approx(87.0)  # beyond: the last slope
+    assert CostCurve({1000: {0: 0.1}}).read_seconds(5000) == 0.0  # not measured: nothing is known
+
+
+def test_a_cost_file_without_prompt_reading_times_is_measured_again(tmp_path):
+    kept = tmp_path / "cost.json"
+    kept.write_text(json.dumps({"1000": {"0": 0.1, "64": 0.9}}))  # as written before reading times were kept
+    curve = cached_cost(TimedStub(), kept)
+    assert sorted(curve.prefill) == [1000, 6000]
+    assert cached_cost(TimedStub(), kept) == curve  # now read back as measured

@@ -48,6 +48,21 @@ def test_only_a_region_whose_change_fails_on_its_own_is_rewritten_from_the_hunk_
     assert "deliver(req);" in snippet and "before2" not in snippet and snippet.startswith("// ... existing code ...")
 
 
+def test_a_region_the_target_cannot_read_within_the_bound_is_refused_before_any_pass():
+    from apply_edit.engine_api import CostCurve
+    from apply_edit.models import FunctionModel
+    from conftest import EOS, ByteTokenizer
+
+    target = FunctionModel(lambda seq: [1.0 / (EOS + 1)] * (EOS + 1), eos=[EOS])
+    target.cost_curve = lambda: CostCurve({0: {0: 1.0}}, prefill={100: 10.0})  # 10 tokens a second
+    run = Applier(target, ByteTokenizer()).stream(ApplyRequest(ORIGINAL, UPDATE, language="javascript"))
+    assert isinstance(run, RegionRun)
+    with pytest.raises(ApplyRefused, match=r"rewrite of lines [\d-]+ \(original [\d-]+\) \(not started: reading "
+                                           r"its [\d,]+-token prompt alone takes about [\d.]+ s on this target"):
+        run.result()
+    assert target.calls == 0 and run.stats.regions_written == [] and run.outcome.path == "refused"
+
+
 @pytest.mark.model
 def test_a_file_too_long_for_the_target_has_the_failing_region_written_by_it_and_the_rest_copied():
     from apply_edit.models.transformers_target import TransformersTarget

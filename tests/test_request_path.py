@@ -66,6 +66,23 @@ def test_a_model_answer_that_fails_the_checks_is_refused_where_the_merge_is_unso
         unchanged.result()
 
 
+def test_a_model_run_that_cannot_read_its_prompt_within_the_bound_is_refused_before_any_pass():
+    from apply_edit.engine_api import CostCurve
+
+    case = load_case(FIXTURES / "py_instruction_only")  # the model writes the whole file
+    slow = applier(case.expected)
+    slow.target.cost_curve = lambda: CostCurve({0: {0: 1.0}}, prefill={100: 10.0})  # 10 tokens a second
+    run = slow.stream(case.request(), ApplyOptions(max_new_tokens=4096, model_seconds=15))
+    with pytest.raises(ApplyRefused, match=r"not started: reading its [\d,]+-token prompt alone takes about "
+                                           r"[\d.]+ s on this target, beyond the 15 s bound"):
+        run.result()
+    assert slow.target.calls == 0 and run.stats.path == "refused"
+    # Where the prompt can be read in time, the model writes as before.
+    fast = applier(case.expected)
+    fast.target.cost_curve = lambda: CostCurve({0: {0: 1.0}}, prefill={100_000: 1.0})
+    assert fast.stream(case.request(), ApplyOptions(max_new_tokens=4096)).result() == case.expected
+
+
 def test_a_plan_is_built_once_with_the_documents_placed_and_a_warm_up_needs_a_prefix_store():
     from apply_edit.request import ApplyRequest, NoPrefixStore
 

@@ -13,14 +13,16 @@ COST_CONTEXTS = (1000, 6000)  # two points give the slope; attention is linear i
 
 
 def measure_cost(target, contexts=COST_CONTEXTS, ks=(0, 1, 4, 16, 32, 64), repeats: int = 3) -> CostCurve:
-    """Time verify passes over k drafted tokens after each context length (median of repeats); contexts the
-    model cannot hold are skipped."""
+    """Time verify passes over k drafted tokens after each context length (median of repeats), and the
+    reading of each context as a prompt; contexts the model cannot hold are skipped."""
     limit = target.context_limit() or float("inf")
-    points = {}
+    points, prefill = {}, {}
     for context in [c for c in contexts if c + max(ks) + 1 < limit] or [min(contexts)]:
         prefix = [(i * 7919) % 1000 + 100 for i in range(context)]
         target.reset()
+        t0 = time.perf_counter()
         target.logits(prefix, [])  # prefill once; each timed pass then reuses the cache
+        prefill[context] = time.perf_counter() - t0
         points[context] = {}
         for k in ks:
             block = [(i * 31) % 1000 + 100 for i in range(k)]
@@ -31,15 +33,16 @@ def measure_cost(target, contexts=COST_CONTEXTS, ks=(0, 1, 4, 16, 32, 64), repea
                 times.append(time.perf_counter() - t0)
             points[context][k] = sorted(times)[len(times) // 2]
     target.reset()
-    return CostCurve(points)
+    return CostCurve(points, prefill)
 
 
 def cached_cost(target, cache_file: Path) -> CostCurve:
-    """The cost curve for this model and dtype, measured once and kept in `cache_file`."""
-    if cache_file.exists():
-        raw = json.loads(cache_file.read_text())
-        return CostCurve({int(c): {int(k): v for k, v in by_k.items()} for c, by_k in raw.items()})
+    """The cost curve for this model and dtype, measured once and kept in `cache_file` (measured again
+    where the file holds only the passes' costs, as it did before prompts' reading times were kept)."""
+    if cache_file.exists() and "passes" in (raw := json.loads(cache_file.read_text())):
+        return CostCurve({int(c): {int(k): v for k, v in by_k.items()} for c, by_k in raw["passes"].items()},
+                         {int(c): v for c, v in raw["prefill"].items()})
     curve = measure_cost(target)
     cache_file.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(cache_file, json.dumps(curve.points, indent=1))
+    write_atomic(cache_file, json.dumps({"passes": curve.points, "prefill": curve.prefill}, indent=1))
     return curve
