@@ -10,6 +10,10 @@ rewrite only those, each from a window of the original, so its cost is the regio
    without the snippet's evidence, a marker in a new block stands for some code).
 3. Its question is a request of its own: the original's lines the region covers, and the snippet's hunks
    that share a line of code with the merge's text there (all of the snippet where none does).
+4. The answer's blank lines are the merge's: where the target's text and the merge's differ only in blank
+   lines, the merge's stand (`with_merges_blank_lines`). The target is asked for the code the merge could
+   not place; the layout around it the merge took from the original and the snippet, and the checks could
+   not tell a blank line the target dropped between two methods from one the edit removed.
 The caller (`request.RegionRun`) has the target apply each question as it applies a whole file, puts the
 answers in place of the regions, and checks the whole file. Where the merge fails outside any such region
 (the checks fail only on the whole file), the model writes the whole file (`Applier.stream`).
@@ -18,6 +22,7 @@ answers in place of the regions, and checks the whole file. Where the merge fail
 from __future__ import annotations
 
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 from .checks import placement_problems
 from .merge import MergeCandidate, is_marker, says_little, split_lines
@@ -100,3 +105,14 @@ def region_snippet(update: str, merged_lines: list[str]) -> str:
         if hi + 1 < len(lines):
             keep.add(hi + 1)  # the marker after it
     return "".join(lines[n] for n in sorted(keep))
+
+
+def with_merges_blank_lines(written: str, merged: str) -> str:
+    """`written` (the target's text for a region) where each run of lines in which it differs from `merged`
+    (the merge's text there) only by blank lines, on both sides, is the merge's."""
+    ours, theirs = split_lines(merged), split_lines(written)
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, ours, theirs, autojunk=False).get_opcodes():
+        layout = tag != "equal" and not any(line.strip() for line in ours[i1:i2] + theirs[j1:j2])
+        out += ours[i1:i2] if layout else theirs[j1:j2]
+    return "".join(out)

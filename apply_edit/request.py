@@ -21,7 +21,7 @@ from .engine_api import DecodeStats, Interrupted
 from .merge import MergeCandidate, is_marker, merge, split_lines
 from .prompting import DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor
 from .regions import language_for
-from .regions_to_rewrite import Region, region_snippet
+from .regions_to_rewrite import Region, region_snippet, with_merges_blank_lines
 
 if TYPE_CHECKING:
     from .apply import Applier
@@ -408,7 +408,7 @@ class RegionRun(ApplyRun):
                          f"{self.model_seconds:g} s")
         if any(is_marker(line) and line not in original for line in split_lines(text)):  # not the file's own
             text = merge(original, text, request.language_resolved).text
-        return text
+        return with_merges_blank_lines(text, "".join(merged[region.start:region.end]))
 
     def __iter__(self) -> Iterator[str]:
         judge = self._judge

@@ -6,7 +6,7 @@ import pytest
 from apply_edit.apply import Applier
 from apply_edit.decide import ApplyRefused
 from apply_edit.merge import merge, split_lines
-from apply_edit.regions_to_rewrite import changed_regions, failing_regions, region_snippet
+from apply_edit.regions_to_rewrite import changed_regions, failing_regions, region_snippet, with_merges_blank_lines
 from apply_edit.request import ApplyRequest, RegionRun
 from conftest import TEST_MODEL
 
@@ -46,6 +46,15 @@ def test_only_a_region_whose_change_fails_on_its_own_is_rewritten_from_the_hunk_
                                                                                       failing[0].original_end])
     snippet = region_snippet(UPDATE, split_lines(candidate.text)[failing[0].start:failing[0].end])
     assert "deliver(req);" in snippet and "before2" not in snippet and snippet.startswith("// ... existing code ...")
+
+
+def test_where_the_targets_region_differs_from_the_merges_only_by_blank_lines_the_merges_stand():
+    merged = "  push(x) {\n    add(x);\n  }\n\n  close() {\n    stop();\n  }\n};\n}\n"
+    written = "  push(x) {\n    add(x);\n  }\n  close() {\n    stop();\n\n  }\n}\n"
+    # The blank line dropped between the methods and the one added in close() are layout: the merge's. The
+    # code it changed (`};` and `}` made one `}`) is the target's.
+    assert with_merges_blank_lines(written, merged) == "  push(x) {\n    add(x);\n  }\n\n  close() {\n    stop();\n  }\n}\n"
+    assert with_merges_blank_lines(merged, merged) == merged
 
 
 def test_a_region_the_target_cannot_read_within_the_bound_is_refused_before_any_pass():
@@ -121,3 +130,30 @@ def test_a_region_run_cancelled_while_the_target_writes_decides_nothing():
     # what was sent is the merge's text before the region.
     assert run.outcome is None and run.stats.path == "" and "".join(pieces) == run.text
     assert run.text and request.merged.text.startswith(run.text) and "function deliver" not in run.text
+
+
+QUEUE = ('const EventEmitter = require("events");\n\nmodule.exports = class Queue extends EventEmitter {\n'
+         '  constructor(limit) {\n    super();\n    this.limit = limit;\n    this.items = [];\n  }\n\n'
+         '  push(item) {\n    if (this.items.length >= this.limit) {\n      throw new Error("queue is full");\n    }\n'
+         '    this.items.push(item);\n    this.emit("push", item);\n  }\n\n'
+         '  shift() {\n    const item = this.items.shift();\n    this.emit("shift", item);\n    return item;\n  }\n\n'
+         '  close() {\n    this.emit("close");\n  }\n};\n')
+
+
+@pytest.mark.model
+def test_the_default_model_writes_a_region_the_merge_cannot_place():
+    # Written for this test: the class is no longer assigned (`};` becomes `}`) and close() empties the
+    # queue. The merge keeps the old `};` beside the new `}` (the snippet shows no marker after it), which
+    # does not parse: the target rewrites that region, and only it.
+    from apply_edit.models.transformers_target import TransformersTarget
+
+    update = '// ... existing code ...\n\n  close() {\n    this.items = [];\n    this.emit("close");\n  }\n}\n'
+    expected = QUEUE.replace('  close() {\n    this.emit("close");\n  }\n};\n',
+                             '  close() {\n    this.items = [];\n    this.emit("close");\n  }\n}\n')
+    request = ApplyRequest(QUEUE, update, language="javascript")
+    assert not request.judge.merge_sound
+    run = Applier(TransformersTarget.load("qwen2.5-coder-0.5b", dtype="fp32", log=lambda *_: None)).stream(request)
+    assert isinstance(run, RegionRun)
+    pieces = list(run)
+    assert "".join(pieces) == run.text == expected
+    assert run.outcome.path == "merge+model" and len(run.stats.regions_written) == 1
