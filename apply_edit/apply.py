@@ -188,19 +188,22 @@ class Applier:
         run = ApplyRun(blocks, IncrementalDetokenizer(self.tokenizer), extractor, stats, start,
                        candidate=drafted_from.text if drafted_from else None, judge=plan.judge, cancel=cancel)
         run.model_seconds = options.model_seconds if plan.judge is not None else None
-        run.foreseen_late = self.too_slow(len(plan.prompt_ids), run.model_seconds, start)
+        run.foreseen_late = self.too_slow(plan.prompt_ids, run.model_seconds, start)
         return run
 
-    def too_slow(self, prompt_tokens: int, bound: float | None, start: float) -> str:
+    def too_slow(self, prompt_ids: list[int], bound: float | None, start: float) -> str:
         """Why a run that began at `start` cannot be done within `bound` seconds, known before any pass:
-        reading its prompt alone takes longer than what is left (the cost curve's prompt reading times);
-        "" where it may be done."""
+        reading its prompt alone (less what the prefix store holds of it) takes longer than what is left,
+        by the cost curve's prompt reading times; "" where it may be done."""
         if bound is None:
             return ""
-        reading = self.cost_curve().read_seconds(prompt_tokens)
+        store = getattr(self.target, "prefix_cache", None)
+        stored = store.most_reused(prompt_ids) if store is not None else 0
+        reading = self.cost_curve().read_seconds(len(prompt_ids) - stored)
         if reading <= bound - (time.perf_counter() - start):
             return ""
-        return f"reading its {prompt_tokens:,}-token prompt alone takes about {reading:.1f} s on this target"
+        held = f" ({stored:,} of them stored)" if stored else ""
+        return f"reading its {len(prompt_ids):,}-token prompt{held} alone takes about {reading:.1f} s on this target"
 
     def warm(self, request: ApplyRequest, options: ApplyOptions | None = None) -> int:
         """Read the start that every apply to this file shares (its prompt up to the end of the original) into

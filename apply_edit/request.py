@@ -385,7 +385,7 @@ class RegionRun(ApplyRun):
             plan = self._applier.plan(window, self._options)
         except ApplyError as exc:
             self._refuse(f"the target could not rewrite {region.describe()}: {exc}")
-        if why := self._applier.too_slow(len(plan.prompt_ids), self.model_seconds, self._start):
+        if why := self._applier.too_slow(plan.prompt_ids, self.model_seconds, self._start):
             self._refuse(f"the target's rewrite of {region.describe()} (not started: {why}, beyond the "
                          f"{self.model_seconds:g} s bound)")
         run = self._applier.run(plan)

@@ -39,6 +39,15 @@ def test_a_prefix_is_reused_only_as_far_as_both_read_it_alike():
     assert cache.lookup(list(range(12)), [4, 8, 12])[0] == 4
 
 
+def test_the_most_a_reading_may_be_spared_is_told_without_a_lookup():
+    cache = PrefixCache(max_bytes=1 << 20)
+    assert cache.most_reused(list(range(12))) == 0
+    cache.store(list(range(10)), [4, 6, 10], layers_for(10), tag=1)
+    assert cache.most_reused(list(range(8)) + [99] * 4) == 8  # whatever the pass ends: at least a lookup's 6
+    assert cache.most_reused(list(range(20))) == 10 and cache.most_reused([5, 6]) == 0
+    assert (cache.hits, cache.lookups) == (0, 0)
+
+
 def test_stored_tensors_are_copies_of_the_prefix_only():
     cache = PrefixCache(max_bytes=1 << 20)
     source = layers_for(10)

@@ -3,6 +3,9 @@ judge, on a function target (`FunctionModel`) and a byte tokenizer. The target a
 after the prompt's pre-filled `<updated-code>` line, as a model that knows the answer would; what is under
 test is everything around it (the real model's path is in test_real_model.py)."""
 
+import time
+import types
+
 import pytest
 
 from apply_edit.apply import Applier
@@ -77,6 +80,14 @@ def test_a_model_run_that_cannot_read_its_prompt_within_the_bound_is_refused_bef
                                            r"[\d.]+ s on this target, beyond the 15 s bound"):
         run.result()
     assert slow.target.calls == 0 and run.stats.path == "refused"
+    # Where the prefix store holds most of the prompt (a warmed-up file), only the rest is to be read.
+    warm = applier(case.expected)
+    warm.target.cost_curve = slow.target.cost_curve
+    prompt_ids = warm.plan(case.request(), ApplyOptions(max_new_tokens=4096)).prompt_ids
+    warm.target.prefix_cache = types.SimpleNamespace(most_reused=lambda ids: len(ids) - 100)  # 10 s left to read
+    assert warm.too_slow(prompt_ids, 15, time.perf_counter()) == ""
+    assert "(" + f"{len(prompt_ids) - 100:,}" + " of them stored) alone takes about 10.0 s" in \
+        warm.too_slow(prompt_ids, 9, time.perf_counter())
     # Where the prompt can be read in time, the model writes as before.
     fast = applier(case.expected)
     fast.target.cost_curve = lambda: CostCurve({0: {0: 1.0}}, prefill={100_000: 1.0})

@@ -79,6 +79,17 @@ class PrefixCache:
         self.tokens_reused += best
         return best, [(k[..., :best, :], v[..., :best, :]) for k, v in self._entries[best_key].layers]
 
+    def most_reused(self, tokens: Sequence[int]) -> int:
+        """The most of `tokens`' first tokens any stored prefix holds, whatever its tag and pass ends (at
+        least what a `lookup` would reuse), without counting as a lookup: what a reading may be spared."""
+        want = np.asarray(tokens, dtype=np.int64)
+        most = 0
+        for entry in self._entries.values():
+            n = min(len(entry.tokens), len(want))
+            differ = np.flatnonzero(entry.tokens[:n] != want[:n])
+            most = max(most, int(differ[0]) if differ.size else n)
+        return most
+
     def store(self, tokens: Sequence[int], ends: Sequence[int], layers: Layers, tag: object = None) -> int:
         """Keep the keys and values of `tokens`, read in passes that ended at `ends` (the last is
         len(tokens); the layers hold at least that many positions, copied here), or of the longest prefix
