@@ -194,7 +194,7 @@ class Applier:
     def too_slow(self, prompt_ids: list[int], bound: float | None, start: float) -> str:
         """Why a run that began at `start` cannot be done within `bound` seconds, known before any pass:
         reading its prompt alone (less what the prefix store holds of it) takes longer than what is left,
-        by the cost curve's prompt reading times; "" where it may be done."""
+        by the cost curve's prompt reading times, with the bound; "" where it may be done."""
         if bound is None:
             return ""
         store = getattr(self.target, "prefix_cache", None)
@@ -203,7 +203,8 @@ class Applier:
         if reading <= bound - (time.perf_counter() - start):
             return ""
         held = f" ({stored:,} of them stored)" if stored else ""
-        return f"reading its {len(prompt_ids):,}-token prompt{held} alone takes about {reading:.1f} s on this target"
+        return (f"reading its {len(prompt_ids):,}-token prompt{held} alone takes about {reading:.1f} s on this target, "
+                f"beyond the {bound:g} s bound")
 
     def warm(self, request: ApplyRequest, options: ApplyOptions | None = None) -> int:
         """Read the start that every apply to this file shares (its prompt up to the end of the original) into

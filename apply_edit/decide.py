@@ -139,10 +139,10 @@ class Judge:
 
     def late(self, model_text: str, seconds: float, foreseen: str = "") -> Outcome:
         """The outcome where the model was stopped because writing the file took longer than `seconds`, or,
-        with `foreseen` (why), was not started because it could not be done within them."""
+        with `foreseen` (why, `Applier.too_slow`), was not started because it could not be done within them."""
         lines = model_text.count("\n")
         found = {"model": [f"not finished within {seconds:g} s"], "merge": self.merge_problems}
-        how = f"not started: {foreseen}, beyond the {seconds:g} s bound" if foreseen else \
+        how = f"not started: {foreseen}" if foreseen else \
             f"stopped after its line {lines}: not finished within {seconds:g} s"
         return self._refused(f"the model's output ({how})", first_difference_line(self.candidate.text, model_text), found)
 

@@ -386,8 +386,7 @@ class RegionRun(ApplyRun):
         except ApplyError as exc:
             self._refuse(f"the target could not rewrite {region.describe()}: {exc}")
         if why := self._applier.too_slow(plan.prompt_ids, self.model_seconds, self._start):
-            self._refuse(f"the target's rewrite of {region.describe()} (not started: {why}, beyond the "
-                         f"{self.model_seconds:g} s bound)")
+            self._refuse(f"the target's rewrite of {region.describe()} (not started: {why})")
         run = self._applier.run(plan)
         late, text = False, ""
         try:

@@ -42,6 +42,13 @@ def shared_end(stored: Sequence[int], wanted: Sequence[int], common: int) -> int
     return found
 
 
+def _common_start(stored: np.ndarray, wanted: np.ndarray) -> int:
+    """How many first tokens the two sequences share."""
+    n = min(len(stored), len(wanted))
+    differ = np.flatnonzero(stored[:n] != wanted[:n])
+    return int(differ[0]) if differ.size else n
+
+
 class PrefixCache:
     """Stored prompt prefixes, at most `max_bytes` of keys and values in all."""
 
@@ -67,9 +74,7 @@ class PrefixCache:
         for key, entry in self._entries.items():
             if entry.tag != tag:
                 continue
-            n = min(len(entry.tokens), len(want))
-            differ = np.flatnonzero(entry.tokens[:n] != want[:n])
-            found = shared_end(entry.ends, ends, int(differ[0]) if differ.size else n)
+            found = shared_end(entry.ends, ends, _common_start(entry.tokens, want))
             if found > best:
                 best, best_key = found, key
         if best_key is None:
@@ -83,12 +88,7 @@ class PrefixCache:
         """The most of `tokens`' first tokens any stored prefix holds, whatever its tag and pass ends (at
         least what a `lookup` would reuse), without counting as a lookup: what a reading may be spared."""
         want = np.asarray(tokens, dtype=np.int64)
-        most = 0
-        for entry in self._entries.values():
-            n = min(len(entry.tokens), len(want))
-            differ = np.flatnonzero(entry.tokens[:n] != want[:n])
-            most = max(most, int(differ[0]) if differ.size else n)
-        return most
+        return max((_common_start(entry.tokens, want) for entry in self._entries.values()), default=0)
 
     def store(self, tokens: Sequence[int], ends: Sequence[int], layers: Layers, tag: object = None) -> int:
         """Keep the keys and values of `tokens`, read in passes that ended at `ends` (the last is
