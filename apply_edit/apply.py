@@ -116,7 +116,9 @@ class Applier:
         copies = proposer is None and options.method in ("spec", "spec-fixed")
         drafts_from_merge = copies and options.drafting == "merge"
         start = time.perf_counter()
-        candidate = request.merged if drafts_from_merge or fmt.shows_merge or options.judged else None
+        # The judged pipelines' merge is the judge's (the second reading where the alignment fails the checks).
+        candidate = (request.judge.candidate if options.judged
+                     else request.merged if drafts_from_merge or fmt.shows_merge else None)
         merge_s = time.perf_counter() - start if drafts_from_merge else 0.0  # part of the drafting plan's cost
         prompt = build_prompt(self.tokenizer, fmt, request.original, request.update, request.instruction,
                               request.language_resolved, candidate.text if candidate else None)

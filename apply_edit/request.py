@@ -314,7 +314,7 @@ class ArbitratedRun(ApplyRun):
     once the target has decided; `ApplyRefused` where it cannot."""
 
     def __init__(self, applier: Applier, request: ApplyRequest, stats: ApplyStats, start: float):
-        super().__init__((block for block in ()), None, None, stats, start, candidate=request.merged.text,
+        super().__init__((block for block in ()), None, None, stats, start, candidate=request.judge.candidate.text,
                          judge=request.judge)
         self.needs_model = True
         self._applier, self._request = applier, request
@@ -359,7 +359,7 @@ class RegionRun(ApplyRun):
 
     def __init__(self, applier: Applier, request: ApplyRequest, regions: list[Region], options: ApplyOptions,
                  stats: ApplyStats, start: float):
-        super().__init__((block for block in ()), None, None, stats, start, candidate=request.merged.text,
+        super().__init__((block for block in ()), None, None, stats, start, candidate=request.judge.candidate.text,
                          judge=request.judge)
         self.needs_model = True
         self.model_seconds = options.model_seconds

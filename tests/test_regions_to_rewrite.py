@@ -143,14 +143,17 @@ QUEUE = ('const EventEmitter = require("events");\n\nmodule.exports = class Queu
 @pytest.mark.model
 def test_the_default_model_writes_a_region_the_merge_cannot_place():
     # Written for this test: the class is no longer assigned (`};` becomes `}`) and close() empties the
-    # queue. The merge keeps the old `};` beside the new `}` (the snippet shows no marker after it), which
-    # does not parse: the target rewrites that region, and only it.
+    # queue. The alignment keeps the old `};` beside the new `}` (the snippet shows no marker after it),
+    # which does not parse. The second reading (each hunk placed by its own lines) places it right; taken
+    # away here, as where both readings fail, the target rewrites that region, and only it.
     from apply_edit.models.transformers_target import TransformersTarget
 
     update = '// ... existing code ...\n\n  close() {\n    this.items = [];\n    this.emit("close");\n  }\n}\n'
     expected = QUEUE.replace('  close() {\n    this.emit("close");\n  }\n};\n',
                              '  close() {\n    this.items = [];\n    this.emit("close");\n  }\n}\n')
     request = ApplyRequest(QUEUE, update, language="javascript")
+    assert request.merged.anchored.text == expected
+    request.merged.anchored = None
     assert not request.judge.merge_sound
     run = Applier(TransformersTarget.load("qwen2.5-coder-0.5b", dtype="fp32", log=lambda *_: None)).stream(request)
     assert isinstance(run, RegionRun)

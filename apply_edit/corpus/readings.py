@@ -26,7 +26,7 @@ def weigh_open_readings(applier, folder: Path, log=print) -> list[dict]:
         request = case.request()
         if not request.judge.merge_sound:
             continue
-        candidate = request.merged
+        candidate = request.judge.candidate
         for reading, other in request.judge.open_readings(READING_KINDS):
             question = arbiter.question(request.original, request.update, request.instruction,
                                         request.language_resolved, candidate, other)

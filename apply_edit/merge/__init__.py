@@ -17,7 +17,9 @@ whose docstring states the rules it implements:
 - `render`: the final ops as the candidate's text;
 - `doubts`: where the snippet allows another reading than the one the ops took;
 - `report`: how each hunk was placed, what was deleted, what was kept outside a marker's scope;
-- `evidence`: a second reading of any result, placement-free: each run of lines it deletes must have the
+- `anchored`: a second reading of the snippet, each hunk placed by its own unique lines: the merge is
+  confident only where it reads the same file;
+- `evidence`: a reading of any result, placement-free: each run of lines it deletes must have the
   snippet's evidence (the checks refuse a result that deletes code a marker keeps).
 
 Names with a leading underscore are the package's own: its modules share them, callers do not.
@@ -31,6 +33,7 @@ from ..definitions import definitions, snippet_definitions
 from ..instruction import names_to_remove, noted_names, without_change_notes
 from ..languages import code_of
 from .align import _align
+from .anchored import anchored_reading
 from .anchors import _attached_lines, _comment_line
 from .anchors import _closes as closes_block  # public: the checks read definitions as the merge does
 from .anchors import _trivial as says_little  # public: a line too short or bare to tell a place by
@@ -58,6 +61,10 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
     `notes_as_code`: snippet lines (0-based) that read as deletion notes, to be read as code instead."""
     update = without_change_notes(original, update, language)
     orig, update_lines, counts, snippet, notes = _read(original, update, language, notes_as_code)
+    # The second reading, before the passes below add to the snippet's reading (`anchored.py`).
+    second = None
+    if not notes_as_code and (read := anchored_reading(orig, snippet, original.endswith("\n"))):
+        second = MergeCandidate("".join(read[0]), read[1], len(orig))
     names = names_to_remove(instruction, update, language, original) | noted_names(notes)
     in_snippet, in_original = [], []
     if language and orig:
@@ -113,10 +120,21 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
     # A note told by its form alone (`# removed the old fallback`) might be a comment the edit adds.
     report.readings += [Reading("note", f"snippet line {n + 1} (`{update_lines[n].strip()}`) read as a note, not code",
                                 snippet_line=n) for n, named in sorted(notes.items()) if not named]
+    if second is not None:
+        report.read_twice = second.text == text
+        if not report.read_twice:
+            ours, theirs = split_lines(text), split_lines(second.text)
+            line = next((n for n, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs))) + 1
+            report.readings.append(Reading("anchored", f"each hunk placed by its own lines reads another file "
+                                                       f"(from line {line})"))
 
     def reread(readings: list[Reading]) -> str:
         """The text with `readings` taken the other way: their ops rewritten and rendered again, or, for
         notes, the snippet merged again with them read as code (then alone: the alignment is another)."""
+        if any(r.kind == "anchored" for r in readings):
+            if len(readings) > 1:
+                raise ValueError("the anchored reading is a file of its own: take it the other way alone")
+            return second.text
         as_code = frozenset(r.snippet_line for r in readings if r.kind == "note")
         if as_code:
             if len(as_code) < len(readings):
@@ -128,4 +146,4 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
                 other[n] = op
         return _render(other, snippet, orig, original, language)[0]
 
-    return MergeCandidate(text, origin, len(orig), report, reread)
+    return MergeCandidate(text, origin, len(orig), report, reread, second)

@@ -33,8 +33,9 @@ class HunkPlacement:
 # whose block stays; edge: drops the file's first (last) lines kept beside new ones; deletion: keeps a long
 # run of lines deleted between two snippet lines; scope: keeps lines deleted between a line the snippet
 # shows and a marker; note: writes a comment read as a note as code; blank: drops the blank lines kept at the
-# file's first (last) line, where the snippet shows it without a marker.
-READING_KINDS = ("replace", "header", "edge", "deletion", "scope", "note", "blank")
+# file's first (last) line, where the snippet shows it without a marker; anchored: the file as the second
+# reading (`anchored.py`, each hunk placed by its own lines) reads it.
+READING_KINDS = ("replace", "header", "edge", "deletion", "scope", "note", "blank", "anchored")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class MergeReport:
     crossed: list[int] = field(default_factory=list)  # lines a marker kept outside its scope (less indented)
     # Choices the snippet leaves open that the merge made one way (a comment read as a note, not code).
     readings: list[Reading] = field(default_factory=list)
+    read_twice: bool = False  # the second reading (`anchored.py`) reads the same file
 
     @property
     def ambiguous(self) -> list[HunkPlacement]:
@@ -69,9 +71,9 @@ class MergeReport:
     @property
     def confident(self) -> bool:
         """Every hunk placed by structure, nothing kept outside a marker's scope, no reading chosen among
-        others, and something to merge (a snippet with no code lines leaves the edit to the instruction,
-        which only the model reads)."""
-        return bool(self.hunks) and not self.ambiguous and not self.crossed and not self.readings
+        others, the second reading reads the same file, and something to merge (a snippet with no code
+        lines leaves the edit to the instruction, which only the model reads)."""
+        return bool(self.hunks) and not self.ambiguous and not self.crossed and not self.readings and self.read_twice
 
 
 @dataclass
@@ -82,6 +84,8 @@ class MergeCandidate:
     report: MergeReport = field(default_factory=MergeReport)
     # The text where the given readings are taken the other way (`merge`); None for a candidate made by hand.
     rereader: Callable[[list[Reading]], str] | None = field(default=None, repr=False, compare=False)
+    # The second reading's file (`anchored.py`), where it places every hunk.
+    anchored: MergeCandidate | None = field(default=None, repr=False, compare=False)
 
     def reread(self, readings: list[Reading]) -> str:
         """The candidate's text with each of `readings` (from its report) taken the other way."""

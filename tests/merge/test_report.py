@@ -6,11 +6,12 @@ from apply_edit.merge.report import HunkPlacement, MergeCandidate, MergeReport, 
 from apply_edit.merge.snippet import _parse_snippet, split_lines
 
 
-def test_a_report_is_confident_only_when_structure_places_every_hunk():
+def test_a_report_is_confident_only_when_structure_places_every_hunk_and_a_second_reading_agrees():
     placed = HunkPlacement(0, 2, "unique", 4, False)
-    assert MergeReport([placed]).confident
-    assert not MergeReport([]).confident  # nothing to merge
-    assert not MergeReport([placed], crossed=[7]).confident
+    assert MergeReport([placed], read_twice=True).confident
+    assert not MergeReport([placed]).confident  # the second reading read another file, or none
+    assert not MergeReport([], read_twice=True).confident  # nothing to merge
+    assert not MergeReport([placed], crossed=[7], read_twice=True).confident
     loose = HunkPlacement(3, 1, "new", 9, True)
     assert MergeReport([placed, loose]).ambiguous == [loose]
     assert MergeReport([placed, HunkPlacement(3, 1, "new", 9, False)]).ambiguous == []  # new code at an end
