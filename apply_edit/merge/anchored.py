@@ -84,8 +84,7 @@ def anchored_reading(orig: list[str], snippet: _Snippet, ends_in_newline: bool
         out += orig[cursor:start]
         origin += range(cursor, start)
         out += lines
-        origin += [orig.index(line, start, end) if line in orig[start:end] and _kept(line, orig, start, end)
-                   else None for line in lines]
+        origin += [orig.index(line, start, end) if _kept(line, orig, start, end) else None for line in lines]
         cursor = end
     out += orig[cursor:]
     origin += range(cursor, len(orig))
@@ -147,15 +146,15 @@ def _span(lines: list[str], anchors: list[tuple[int, int]], orig: list[str], key
     (first, start), (last, end) = anchors[0], (anchors[-1][0], anchors[-1][1] + 1)
     shown = [line.strip() for line in lines]
     for i in range(first):  # the first line shown before the first anchor that the file has near it
-        near = [p for p in where.get(shown[i], ()) if shown[i] and max(cursor, start - 2 * first - 4) <= p < start
-                and orig[p].rstrip() == lines[i].rstrip()]
+        near = [p for p in where.get(shown[i], ()) if max(cursor, start - 2 * first - 4) <= p < start
+                and orig[p].rstrip() == lines[i].rstrip()] if shown[i] else []
         if near:
             first, start = i, near[-1]
             break
     after = len(lines) - 1 - last
     for i in range(len(lines) - 1, last, -1):
-        near = [p for p in where.get(shown[i], ()) if shown[i] and end <= p < min(limit, end + 2 * after + 4)
-                and orig[p].rstrip() == lines[i].rstrip()]
+        near = [p for p in where.get(shown[i], ()) if end <= p < min(limit, end + 2 * after + 4)
+                and orig[p].rstrip() == lines[i].rstrip()] if shown[i] else []
         if near:
             last, end = i, near[0] + 1
             break
