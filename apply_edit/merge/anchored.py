@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter, defaultdict
+from typing import Callable
 
 from .anchors import _trivial
 from .snippet import _Snippet
@@ -127,7 +128,8 @@ def _edited_anchors(lines: list[str], keys: list[str]) -> list[tuple[int, int]]:
     for i, line in enumerate(lines):
         if _trivial(shown := line.strip()):
             continue
-        edited = [p for p, key in enumerate(keys) if not _trivial(key) and _edits(shown, key)]
+        edits = _edits_of(shown)
+        edited = [p for p, key in enumerate(keys) if not _trivial(key) and edits(key)]
         if len(edited) == 1:
             found.append((i, edited[0]))
     return found
@@ -165,12 +167,21 @@ def _span(lines: list[str], anchors: list[tuple[int, int]], orig: list[str], key
     return start, end, first, last
 
 
+def _edits_of(shown: str) -> Callable[[str], bool]:
+    """The test "a line of the file that `shown` edits" (`difflib` ratio at least `EDIT_RATIO`), with
+    `shown`'s index built once for all the lines it is tried on."""
+    matcher = difflib.SequenceMatcher(None, "", shown)
+
+    def edits(line: str) -> bool:
+        if not (shown and line) or 2 * min(len(shown), len(line)) < EDIT_RATIO * (len(shown) + len(line)):
+            return False  # the ratio's bound from the lengths alone (`SequenceMatcher.real_quick_ratio`)
+        matcher.set_seq1(line)
+        return matcher.quick_ratio() >= EDIT_RATIO and matcher.ratio() >= EDIT_RATIO
+    return edits
+
+
 def _edits(shown: str, line: str) -> bool:
-    if not (shown and line):
-        return False
-    matcher = difflib.SequenceMatcher(None, shown, line)
-    return matcher.real_quick_ratio() >= EDIT_RATIO and matcher.quick_ratio() >= EDIT_RATIO \
-        and matcher.ratio() >= EDIT_RATIO
+    return _edits_of(shown)(line)
 
 
 def _indent(line: str) -> str:
