@@ -27,10 +27,11 @@ def test_each_hunk_goes_where_its_own_lines_are_and_an_edited_line_beside_them_r
     assert result.text == expected and result.report.read_twice and result.report.confident
 
 
-def test_lines_shown_before_the_first_anchor_widen_the_span_to_where_the_file_has_them():
-    # `return f.read()` is found once, `with open(path) as f:` right above it is shown and kept.
-    update = "# ... existing code ...\n    with open(path) as f:\n        return f.read().strip()\n# ... existing code ...\n"
-    assert read(PY, update) == PY.replace("return f.read()\n", "return f.read().strip()\n")
+def test_a_line_shown_before_the_first_anchor_widens_the_span_to_where_the_file_has_it_nearest():
+    original = "def a():\n    x = 1\n    return x\n\n\ndef b():\n    x = 1\n    return x + 1\n"
+    # `x = 1` is no anchor (the file has it twice); the one right above `return x + 1` is the one shown.
+    update = "# ... existing code ...\n    x = 1\n    return x + 1\n    # done\n"
+    assert read(original, update, "python") == original + "    # done\n"
 
 
 def test_a_hunk_that_shows_no_line_of_the_file_has_no_reading_and_the_merge_is_then_not_sure():
