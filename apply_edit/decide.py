@@ -69,7 +69,8 @@ class Judge:
         # of 22 such applies, which the model's regions mostly refused (tests/bench/README.md).
         self.alignment_problems: list[str] = []
         second = self.candidate.anchored
-        if self.merge_problems and second is not None and not self.problems_of(second.text):
+        if self.merge_problems and second is not None and second.text != self.candidate.text \
+                and not self.problems_of(second.text):
             self.alignment_problems, self.merge_problems = self.merge_problems, []
             self.candidate = second
         self._other_ways: dict[int, str | None] = {}  # per reading (index): its other way's text, if sound
