@@ -59,14 +59,14 @@ def rss_mib(pid: int) -> float:
 
 def long_apply():
     """An apply the small model streams for many seconds (one token per verify pass): time to cut it."""
-    from apply_edit.request import ApplyOptions
+    from apply_edit.request.runs import ApplyOptions
 
     return ApplyOptions(method="plain", max_new_tokens=1000)
 
 
 def apply_call(channel, request, options, timeout=None):
     """The bare gRPC call (no `RemoteRun` around it), for a test to read, cancel or let time out."""
-    from apply_edit.service.client import request_message
+    from apply_edit.faces.service.client import request_message
     from apply_edit.v1 import apply_edit_pb2_grpc as pb_grpc
 
     return pb_grpc.ApplyEditStub(channel).Apply(request_message(request, options), timeout=timeout)
@@ -83,7 +83,7 @@ class ServerProcess:
     """`apply-edit serve` as a child process (so that it can be killed and its RSS is its own)."""
 
     def __init__(self, log_dir: Path, *extra: str, env: dict | None = None):
-        from apply_edit.service.client import connect
+        from apply_edit.faces.service.client import connect
 
         self.port, self.metrics_port = free_port(), free_port()
         self.log_path = log_dir / f"server-{self.port}.log"
@@ -127,7 +127,7 @@ class ServerProcess:
 
 def http_server(target, load=True, **kw):
     """An in-process ApplyServer on smollm2-135m (`target`) with the HTTP face, both on free ports."""
-    from apply_edit.service.server import ApplyServer
+    from apply_edit.faces.service.server import ApplyServer
 
     server = ApplyServer("smollm2-135m", port=0, http_port=0, log=lambda *_: None, **kw)
     server.start()

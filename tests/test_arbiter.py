@@ -1,4 +1,4 @@
-"""The target decides the readings the merge leaves open (`apply_edit.arbiter`): windows, exact scores, and
+"""The target decides the readings the merge leaves open (`apply_edit.judging.arbiter`): windows, exact scores, and
 the default pipeline's answers on edits written for the purpose."""
 
 import threading
@@ -6,12 +6,12 @@ import threading
 import pytest
 import torch
 
-from apply_edit.apply import Applier
-from apply_edit.request import ApplyOptions, ApplyRequest
-from apply_edit.arbiter import WEIGHED, window
+from apply_edit.request.apply import Applier
+from apply_edit.request.runs import ApplyOptions, ApplyRequest
+from apply_edit.judging.arbiter import WEIGHED, window
 from apply_edit.merge.report import READING_KINDS
 from apply_edit.models import FunctionModel
-from apply_edit.engine_api import Interrupted
+from apply_edit.engine.api import Interrupted
 
 LINES = [f"line {i}\n" for i in range(40)]
 

@@ -2,9 +2,9 @@ from dataclasses import replace
 
 import pytest
 
-from apply_edit.bench import (Record, bench_method_options, completed_records, failure_summary, headline,
+from apply_edit.faces.bench import (Record, bench_method_options, completed_records, failure_summary, headline,
                               oracle_reference, prefix_store_summary, run_bench, write_json)
-from apply_edit.cases import load_cases
+from apply_edit.faces.cases import load_cases
 from conftest import FIXTURES
 
 
@@ -113,8 +113,8 @@ def test_prefix_store_summary_sets_each_method_against_the_cold_apply():
 
 @pytest.mark.model
 def test_a_session_of_edits_to_one_file_reads_what_the_earlier_ones_stored():
-    from apply_edit.apply import Applier
-    from apply_edit.request import ApplyOptions
+    from apply_edit.request.apply import Applier
+    from apply_edit.request.runs import ApplyOptions
     from apply_edit.models.transformers_target import TransformersTarget
 
     first = load_cases(FIXTURES, ["py_multi_hunk_dataclass"])[0]
@@ -134,8 +134,8 @@ def test_a_session_of_edits_to_one_file_reads_what_the_earlier_ones_stored():
 
 
 def test_a_case_the_model_cannot_take_is_recorded_as_refused_and_the_run_goes_on():
-    from apply_edit.request import ApplyError, ApplyOptions
-    from apply_edit.bench import run_case
+    from apply_edit.request.runs import ApplyError, ApplyOptions
+    from apply_edit.faces.bench import run_case
 
     class TooLong:
         def stream(self, request, options, proposer=None):

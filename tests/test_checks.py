@@ -3,10 +3,10 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apply_edit.cases import load_cases
-from apply_edit.checks import LineChecks, problems
-from apply_edit.definitions import declared_twice_in
-from apply_edit.instruction import deletion_notes
+from apply_edit.faces.cases import load_cases
+from apply_edit.judging.checks import LineChecks, problems
+from apply_edit.code.definitions import declared_twice_in
+from apply_edit.code.instruction import deletion_notes
 from apply_edit.merge import merge
 from conftest import FIXTURES
 
@@ -254,8 +254,8 @@ def test_a_line_the_grammar_misreads_in_the_snippet_too_is_no_parse_error_of_the
     broken = result.replace("int g() {\n", "int g() {\n  int x = ;\n")
     assert problems(cpp, update, broken, "cpp") == ["it does not parse as cpp (the original does)"]
     # Old lines err in a snippet for want of what its markers hide (a fragment's closers): never excused.
-    from apply_edit.checks import _lines_the_grammar_misreads
-    from apply_edit.regions import parser_for
+    from apply_edit.judging.checks import _lines_the_grammar_misreads
+    from apply_edit.code.regions import parser_for
 
     js = "it('x', function(done) {\n\tlet t = table({\n\t\tajax: serve,\n\t\tinit: function(s) {\n\t\t\tdone();\n\t\t}\n\t});\n});\n"
     fragment = ("// ... existing code ...\n\t\tdeferRender: true,\n\t\tajax: serve,\n\t\tinit: function(s) {\n"

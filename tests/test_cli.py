@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from apply_edit.cli import main
-from apply_edit.request import ApplyRequest
+from apply_edit.faces.cli import main
+from apply_edit.request.runs import ApplyRequest
 from conftest import FIXTURES
 
 
@@ -33,7 +33,7 @@ def test_an_apply_the_merge_answers_never_imports_torch(tmp_path):
     src = FIXTURES / "py_edit_loop_body"
     f = tmp_path / "original.py"
     f.write_text((src / "original.py").read_text())
-    script = ("import sys\nfrom apply_edit.cli import main\n"
+    script = ("import sys\nfrom apply_edit.faces.cli import main\n"
               f"assert main(['apply', {str(f)!r}, '--update', {str(src / 'update.py')!r}, '-i']) == 0\n"
               "print(sorted(m for m in ('torch', 'transformers', 'grpc') if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
@@ -62,8 +62,8 @@ def test_bad_input_is_one_clear_line(argv, message, capsys):
 
 
 def test_the_default_server_deadline_grows_with_the_request_and_0_means_none(tmp_path, monkeypatch):
-    from apply_edit.cases import load_case
-    from apply_edit.service import client
+    from apply_edit.faces.cases import load_case
+    from apply_edit.faces.service import client
 
     sizes = [client.default_deadline_s(ApplyRequest("x = 1\n" * n, "x = 2\n")) for n in (0, 1, 100, 10_000)]
     assert 60 < sizes[0] < 61 and sizes == sorted(set(sizes))  # a minute at least, more for every byte

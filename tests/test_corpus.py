@@ -10,10 +10,10 @@ import tarfile
 
 import pytest
 
-from apply_edit.corpus.build import build, half_of
-from apply_edit.corpus.edits import file_edits, usable
-from apply_edit.corpus.releases import Project, Release, source_files
-from apply_edit.corpus.snippets import STYLES, write_snippet
+from apply_edit.faces.corpus.build import build, half_of
+from apply_edit.faces.corpus.edits import file_edits, usable
+from apply_edit.faces.corpus.releases import Project, Release, source_files
+from apply_edit.faces.corpus.snippets import STYLES, write_snippet
 from apply_edit.merge import is_marker
 
 
@@ -206,7 +206,7 @@ def test_a_release_whose_bytes_changed_is_refused(tmp_path):
 
 
 def test_an_edit_that_leaves_a_half_made_program_is_not_taken():
-    from apply_edit.corpus.edits import consistent
+    from apply_edit.faces.corpus.edits import consistent
 
     twice = _python_file(tweak={11: "    return 11\n\n\ndef helper_3(arg):\n    return 3\n"})
     (edit,) = file_edits(BEFORE, twice)
@@ -219,8 +219,8 @@ def test_an_edit_that_leaves_a_half_made_program_is_not_taken():
 
 
 def test_the_shipped_manifest_pins_permissive_releases_of_many_languages():
-    from apply_edit.corpus.build import SOURCES
-    from apply_edit.corpus.releases import load_sources
+    from apply_edit.faces.corpus.build import SOURCES
+    from apply_edit.faces.corpus.releases import load_sources
 
     projects = load_sources(SOURCES)
     rows = json.loads(SOURCES.read_text())
@@ -234,7 +234,7 @@ def test_the_shipped_manifest_pins_permissive_releases_of_many_languages():
 
 
 def test_the_readings_summary_counts_per_kind_which_way_was_right_and_whether_the_evidence_agreed():
-    from apply_edit.corpus.readings import summary
+    from apply_edit.faces.corpus.readings import summary
 
     records = [{"kind": "edge", "right": "other", "evidence": 9.0}, {"kind": "edge", "right": "other", "evidence": -1.0},
                {"kind": "header", "right": "merge", "evidence": -20.0}, {"kind": "header", "right": "neither",
@@ -267,7 +267,7 @@ def test_agent_habits_keep_the_snippet_meaning_the_edited_file():
 def test_habits_with_markers_leave_the_files_own_marker_like_lines_as_they_are():
     # A comment of the file that reads like a marker is code the snippet shows: flushing it left or
     # padding it with blank lines would change lines of the file, not stand for any.
-    from apply_edit.corpus.snippets import _Writer
+    from apply_edit.faces.corpus.snippets import _Writer
 
     own = "        # ... the cached value ...\n"
     assert is_marker(own)
@@ -291,11 +291,11 @@ def test_bare_markers_are_not_written_for_a_file_with_ellipsis_lines_of_its_own(
 
 
 def test_the_scale_set_is_one_edit_the_merge_cannot_place_in_files_of_each_length(tmp_path):
-    from apply_edit.cases import load_cases
-    from apply_edit.checks import problems
-    from apply_edit.corpus.scale import write_scale_set
+    from apply_edit.faces.cases import load_cases
+    from apply_edit.judging.checks import problems
+    from apply_edit.faces.corpus.scale import write_scale_set
     from apply_edit.merge import merge, split_lines
-    from apply_edit.regions_to_rewrite import changed_regions, failing_regions
+    from apply_edit.judging.regions_to_rewrite import changed_regions, failing_regions
 
     write_scale_set(tmp_path, (100, 3000))
     cases = load_cases(tmp_path)

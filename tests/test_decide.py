@@ -3,10 +3,10 @@
 
 import pytest
 
-from apply_edit.request import ApplyRun, ApplyStats
-from apply_edit.decide import ApplyRefused, Judge, first_difference_line
+from apply_edit.request.runs import ApplyRun, ApplyStats
+from apply_edit.judging.decide import ApplyRefused, Judge, first_difference_line
 from apply_edit.merge import merge
-from apply_edit.prompting import IncrementalDetokenizer, OutputExtractor
+from apply_edit.judging.prompting import IncrementalDetokenizer, OutputExtractor
 
 ORIGINAL = "import os\n\n\ndef area(w, h):\n    return w * h\n\n\ndef main():\n    print(area(2, 3))\n"
 UPDATE = "# ... existing code ...\ndef area(w, h, scale=1):\n    return w * h * scale\n# ... existing code ...\n"
@@ -122,7 +122,7 @@ def test_first_difference_line_counts_from_one():
 
 
 def test_an_unsure_merge_says_which_reading_it_chose():
-    from apply_edit.decide import Judge
+    from apply_edit.judging.decide import Judge
 
     js = "function oldApi() {\n  return 2;\n}\n\nfunction other() {\n  return 3;\n}\n"
     update = "// removed the old helper\n\nfunction other() {\n  return 30;\n}\n"
@@ -132,7 +132,7 @@ def test_an_unsure_merge_says_which_reading_it_chose():
 
 
 def test_the_merge_pipeline_answers_or_refuses_without_the_model():
-    from apply_edit.request import ApplyOptions, ApplyRequest, merge_answer
+    from apply_edit.request.runs import ApplyOptions, ApplyRequest, merge_answer
 
     sound = merge_answer(ApplyRequest(ORIGINAL, UPDATE, language="python"), ApplyOptions(pipeline="merge"))
     assert sound.result() == MERGED and sound.stats.path == "merge" and not sound.needs_model

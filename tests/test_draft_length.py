@@ -3,11 +3,11 @@ import random
 
 import pytest
 
-from apply_edit.decoding import Decoding, greedy_decode
-from apply_edit.draft_length import MIN_CAP, AdaptiveK, RegionAdaptiveK, best_k, expected_tokens
-from apply_edit.engine_api import CostCurve, Draft
+from apply_edit.engine.decoding import Decoding, greedy_decode
+from apply_edit.drafting.draft_length import MIN_CAP, AdaptiveK, RegionAdaptiveK, best_k, expected_tokens
+from apply_edit.engine.api import CostCurve, Draft
 from apply_edit.models.cost import cached_cost, measure_cost
-from apply_edit.proposers import SuffixArrayProposer
+from apply_edit.drafting.proposers import SuffixArrayProposer
 from conftest import oracle, random_model
 
 # Shaped like the default model's bf16 curve here: long drafts cost little more than short ones.

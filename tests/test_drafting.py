@@ -1,10 +1,10 @@
-"""The drafting plan (drafting.py): which references the copy drafter reads, in which order, and the
+"""The drafting plan (request/drafts.py): which references the copy drafter reads, in which order, and the
 region of every position, on a byte tokenizer (no model needed)."""
 
-from apply_edit.cases import load_case
-from apply_edit.drafting import plan_drafting, token_lines
+from apply_edit.faces.cases import load_case
+from apply_edit.request.drafts import plan_drafting, token_lines
 from apply_edit.merge import merge
-from apply_edit.prompting import FORMATS, build_prompt
+from apply_edit.judging.prompting import FORMATS, build_prompt
 from conftest import FIXTURES, ByteTokenizer
 
 TOKENIZER = ByteTokenizer()

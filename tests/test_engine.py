@@ -9,11 +9,11 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from apply_edit.decoding import Decoding, greedy_decode, sample_decode, speculative_greedy, speculative_sample
-from apply_edit.engine_api import Draft, no_draft
-from apply_edit.sampling import Sampling
+from apply_edit.engine.decoding import Decoding, greedy_decode, sample_decode, speculative_greedy, speculative_sample
+from apply_edit.engine.api import Draft, no_draft
+from apply_edit.engine.sampling import Sampling
 from apply_edit.models import FunctionModel
-from apply_edit.proposers import draft_model_proposer
+from apply_edit.drafting.proposers import draft_model_proposer
 from conftest import oracle, random_model
 
 

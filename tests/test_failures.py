@@ -1,5 +1,5 @@
-from apply_edit.cases import load_cases
-from apply_edit.failures import failure_kinds
+from apply_edit.faces.cases import load_cases
+from apply_edit.judging.failures import failure_kinds
 from conftest import FIXTURES
 
 ORIGINAL = "import os\n\n\ndef load(path):\n    data = read(path)\n    return data\n\n\ndef save(path, data):\n    write(path, data)\n"

@@ -24,12 +24,12 @@ import pytest
 import torch
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from apply_edit import cli
-from apply_edit.request import ApplyOptions
-from apply_edit.cases import EditCase, load_case
+from apply_edit.faces import cli
+from apply_edit.request.runs import ApplyOptions
+from apply_edit.faces.cases import EditCase, load_case
 from apply_edit.models.transformers_target import TransformersTarget
-from apply_edit.service.client import RemoteRun, request_message
-from apply_edit.service.server import ApplyServer
+from apply_edit.faces.service.client import RemoteRun, request_message
+from apply_edit.faces.service.server import ApplyServer
 from apply_edit.v1 import apply_edit_pb2 as pb
 from apply_edit.v1 import apply_edit_pb2_grpc as pb_grpc
 from conftest import EXE, FIXTURES, TEST_MODEL, ServerProcess, apply_call, drain, long_apply, server_env, wait_until

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from apply_edit import files
-from apply_edit.cli import main
+from apply_edit.files import user_files as files
+from apply_edit.faces.cli import main
 from conftest import FIXTURES
 
 CASE = FIXTURES / "py_edit_loop_body"

@@ -1,4 +1,4 @@
-"""files.py: a file is replaced atomically or not at all, keeps its mode, and is left to another writer
+"""files/user_files.py: a file is replaced atomically or not at all, keeps its mode, and is left to another writer
 that changed it meanwhile."""
 
 import os
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from apply_edit.files import FileChangedError, fingerprint, host_name, write_atomic
+from apply_edit.files.user_files import FileChangedError, fingerprint, host_name, write_atomic
 
 
 def test_write_atomic_keeps_mode_and_leaves_no_temp(tmp_path):
@@ -51,7 +51,7 @@ def test_a_writer_killed_before_its_rename_leaves_a_temp_file_the_next_write_rem
     # A writer SIGKILLed between writing its temp file and the rename (os.replace is where it dies).
     writer = subprocess.Popen([sys.executable, "-c", (
         "import os, signal, sys\n"
-        "from apply_edit import files\n"
+        "from apply_edit.files import user_files as files\n"
         "files.os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
         "files.write_atomic(files.Path(sys.argv[1]), 'new\\n')\n"), str(f)])
     assert writer.wait(timeout=60) == -signal.SIGKILL

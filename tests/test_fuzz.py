@@ -41,13 +41,13 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
-from apply_edit.decoding import Decoding, DraftModelSampler, greedy_decode, speculative_greedy
-from apply_edit.draft_length import AdaptiveK, RegionAdaptiveK
+from apply_edit.engine.decoding import Decoding, DraftModelSampler, greedy_decode, speculative_greedy
+from apply_edit.drafting.draft_length import AdaptiveK, RegionAdaptiveK
 from apply_edit.models import FunctionModel
-from apply_edit.engine_api import CostCurve, Draft, no_draft
-from apply_edit.prompting import TextStop
-from apply_edit.proposers import SuffixArrayProposer, draft_model_proposer
-from apply_edit.sampling import Sampling
+from apply_edit.engine.api import CostCurve, Draft, no_draft
+from apply_edit.judging.prompting import TextStop
+from apply_edit.drafting.proposers import SuffixArrayProposer, draft_model_proposer
+from apply_edit.engine.sampling import Sampling
 from conftest import run_hypothesis, wait_until
 
 SAMPLED_SHARE = 2  # the sampled engine test runs N / 2 examples
@@ -544,7 +544,7 @@ def float32_edges():
 @st.composite
 def options_message(draw, valid: bool):
     """Options a client might send (`valid`: only values the server accepts) or anything at all."""
-    from apply_edit.request import METHODS
+    from apply_edit.request.runs import METHODS
     from apply_edit.v1 import apply_edit_pb2 as pb
 
     o = pb.ApplyOptions(max_new_tokens=draw(st.integers(1, 8)))
@@ -709,7 +709,7 @@ def maybe_too_long(msg) -> bool:
 def violations(msg) -> list[str]:
     """Reasons the server must refuse `msg` (pieces of its INVALID_ARGUMENT message); [] means it must run
     (or, where `maybe_too_long`, may be refused as too long for the model)."""
-    from apply_edit.request import DRAFTING, METHODS
+    from apply_edit.request.runs import DRAFTING, METHODS
 
     size = sum(len(s.encode()) for s in (msg.original, msg.update, msg.instruction))
     if size > MAX_REQUEST_BYTES:
@@ -759,7 +759,7 @@ def parses(raw: bytes):
 @pytest.fixture(scope="module")
 def fuzz_server():
     from apply_edit.models.transformers_target import TransformersTarget
-    from apply_edit.service.server import ApplyServer
+    from apply_edit.faces.service.server import ApplyServer
 
     target = TransformersTarget.load("smollm2-135m", dtype="fp32", log=lambda *_: None)
     server = ApplyServer("smollm2-135m", port=0, max_request_bytes=MAX_REQUEST_BYTES, log=lambda *_: None)
@@ -815,8 +815,8 @@ def test_request_handling_fuzz(fuzz_examples, fuzz_server, monkeypatch):
 
     from apply_edit.v1 import apply_edit_pb2 as pb
 
-    from apply_edit import regions
-    from apply_edit.languages import KNOWN_LANGUAGES
+    from apply_edit.code import regions
+    from apply_edit.code.languages import KNOWN_LANGUAGES
 
     outcomes: dict[str, int] = {}
     timings: list[float] = []

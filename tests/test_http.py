@@ -10,9 +10,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from apply_edit.apply import Applier
-from apply_edit.request import ApplyOptions
-from apply_edit.cases import load_case
+from apply_edit.request.apply import Applier
+from apply_edit.request.runs import ApplyOptions
+from apply_edit.faces.cases import load_case
 from apply_edit.models.transformers_target import TransformersTarget
 from conftest import FIXTURES, http_server, long_chat, wait_until
 
@@ -241,7 +241,7 @@ def test_node_openai_client_gets_the_same_text(server, local_answer):
 
 
 def test_the_http_bench_gives_the_in_process_output_and_times_what_http_adds(server, local_answer):
-    from apply_edit.service.http_load import http_summary, run_http_load
+    from apply_edit.faces.service.http_load import http_summary, run_http_load
 
     records, _ = run_http_load(f"http://127.0.0.1:{server.http_port}/v1", [CASE], concurrency=1)
     assert records[0].output == local_answer and records[0].exact and not records[0].error
@@ -250,7 +250,7 @@ def test_the_http_bench_gives_the_in_process_output_and_times_what_http_adds(ser
 
 
 def test_warm_reads_a_file_ahead_and_a_repeated_prompt_start_is_not_read_again(server):
-    from apply_edit.request import ApplyRequest
+    from apply_edit.request.runs import ApplyRequest
 
     original = (FIXTURES / "go_add_struct_method" / "original.go").read_text()  # ~800 tokens
     status, _, body = post(server, "/v1/code/warm", {"initialCode": original, "path": "store.go"})

@@ -43,9 +43,9 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
-from apply_edit.cases import load_case
+from apply_edit.faces.cases import load_case
 from apply_edit.models.transformers_target import TransformersTarget
-from apply_edit.service.http_load import apply_message
+from apply_edit.faces.service.http_load import apply_message
 from conftest import FIXTURES, free_port, http_server, long_chat, rss_mib, run_hypothesis, wait_until
 
 pytestmark = pytest.mark.model

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from apply_edit.files import fingerprint
-from apply_edit.in_place import NotWritten, commit_in_place
+from apply_edit.files.user_files import fingerprint
+from apply_edit.faces.in_place import NotWritten, commit_in_place
 
 ORIGINAL = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
 UPDATE = "def f():\n    return 10\n# ... existing code ...\n"

@@ -6,25 +6,18 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "apply_edit"
 
-# Bottom first. A module's layer is the first whose prefixes name it (a folder name covers the folder).
-LAYERS = [
-    ("files", ["files"]),
-    ("engine", ["engine_api", "sampling", "decoding"]),
-    ("models", ["models"]),
-    ("drafting", ["proposers", "draft_length"]),
-    ("code", ["languages", "regions", "definitions", "instruction"]),
-    ("merge", ["merge"]),
-    ("judging", ["checks", "decide", "failures", "prompting", "arbiter", "regions_to_rewrite"]),
-    ("request", ["request", "drafting", "apply", "chat"]),
-    ("faces", ["in_place", "cases", "bench", "cli", "service", "corpus", "v1", "__init__"]),
-]
+# Bottom first: one folder per layer, so a module's folder names its layer.
+LAYERS = ["files", "engine", "models", "drafting", "code", "merge", "judging", "request", "faces"]
+# The fixed import paths of DESIGN.md's contracts, kept at the top: re-exports of the engine, nothing else.
+PUBLIC = ["decoding", "proposers"]
 
 
 def layer_of(module: str) -> int:
     first = module.split(".")[0]
-    found = [n for n, (_, names) in enumerate(LAYERS) if first in names]
-    assert found, f"apply_edit.{module} is in no layer: add it to LAYERS"
-    return found[0]
+    if first == "v1":  # the gRPC code generated from proto/, for the faces
+        return LAYERS.index("faces")
+    assert first in LAYERS, f"apply_edit.{module} is in no layer's folder: move it into one of {LAYERS}"
+    return LAYERS.index(first)
 
 
 def imports(path: Path) -> set[str]:
@@ -53,9 +46,31 @@ def test_no_module_imports_from_a_layer_above_its_own():
     upward = []
     for path in sorted(PACKAGE.rglob("*.py")):
         module = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
-        if "v1" in module.split("."):  # generated gRPC code
+        if module in ["__init__", *PUBLIC] or module.startswith("v1."):  # generated code
             continue
         mine = layer_of(module)
-        upward += [f"{module} ({LAYERS[mine][0]}) imports {name} ({LAYERS[layer_of(name)][0]})"
+        upward += [f"{module} ({LAYERS[mine]}) imports {name} ({LAYERS[layer_of(name)]})"
                    for name in sorted(imports(path)) if layer_of(name) > mine]
     assert upward == []
+
+
+def test_the_public_paths_only_re_export():
+    for name in PUBLIC:
+        body = ast.parse((PACKAGE / f"{name}.py").read_text()).body
+        kinds = {type(node).__name__ for node in body[1:]}
+        assert isinstance(body[0], ast.Expr) and kinds <= {"ImportFrom", "Assign"}, name
+        exported = next(node for node in body if isinstance(node, ast.Assign)).value
+        imported = {alias.name for node in body if isinstance(node, ast.ImportFrom) for alias in node.names}
+        assert {elt.value for elt in exported.elts} == imported, name
+
+
+def test_the_contracts_entry_points_import_from_their_fixed_paths():
+    from apply_edit.decoding import greedy_decode, speculative_greedy, speculative_sample
+    from apply_edit.engine import decoding
+    from apply_edit.models import FunctionModel
+    from apply_edit.proposers import SuffixArrayProposer, draft_model_proposer
+
+    assert greedy_decode is decoding.greedy_decode and speculative_sample is decoding.speculative_sample
+    model = FunctionModel(lambda seq: [0.1, 0.2, 0.7])
+    assert speculative_greedy(model, SuffixArrayProposer([2, 2]), [0], 4) == greedy_decode(model, [0], 4)
+    assert callable(draft_model_proposer(model))

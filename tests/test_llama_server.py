@@ -29,7 +29,7 @@ def test_plain_and_ngram_speculation_agree():
     from transformers import AutoTokenizer
 
     from apply_edit.models.registry import DEFAULT_MODEL, resolve
-    from apply_edit.prompting import FORMATS, build_prompt
+    from apply_edit.judging.prompting import FORMATS, build_prompt
 
     tokenizer = AutoTokenizer.from_pretrained(resolve(DEFAULT_MODEL))  # the engine's tokenizer of this GGUF
     fmt = FORMATS["tags"]

@@ -5,9 +5,9 @@ from pathlib import Path
 
 from hypothesis import given, settings, strategies as st
 
-from apply_edit.cases import load_cases
-from apply_edit.checks import problems
-from apply_edit.definitions import definitions, snippet_definitions
+from apply_edit.faces.cases import load_cases
+from apply_edit.judging.checks import problems
+from apply_edit.code.definitions import definitions, snippet_definitions
 from apply_edit.merge import is_marker, merge, split_lines
 from conftest import FIXTURES
 
@@ -611,7 +611,7 @@ def test_a_new_declaration_away_from_its_namesake_is_left_for_the_checks():
 
 
 def test_an_instruction_may_say_what_each_name_it_removes_is():
-    from apply_edit.instruction import names_to_remove
+    from apply_edit.code.instruction import names_to_remove
 
     ask = "Remove the legacySubCommandArgs helper and the deprecated ExactValidArgs."
     assert names_to_remove(ask, "", "go") == {"legacySubCommandArgs", "ExactValidArgs"}
@@ -633,7 +633,7 @@ def test_a_header_written_on_one_line_replaces_the_originals_header_over_several
 
 
 def test_where_brackets_close_is_found_in_one_pass_as_line_by_line():
-    from apply_edit.languages import code_of
+    from apply_edit.code.languages import code_of
     from apply_edit.merge import _bracket_ends
 
     def block_end(lines, start, code):  # the plain reading: walk on until the depth is back

@@ -3,10 +3,10 @@ thread at once; everything a model run does, from starting it to closing it, hap
 
 import threading
 
-from apply_edit.request import ApplyOptions, merge_answer
-from apply_edit.cases import load_case
-from apply_edit.service.core import ModelService
-from apply_edit.service.metrics import Metrics
+from apply_edit.request.runs import ApplyOptions, merge_answer
+from apply_edit.faces.cases import load_case
+from apply_edit.faces.service.core import ModelService
+from apply_edit.faces.service.metrics import Metrics
 from conftest import FIXTURES
 
 CASE = load_case(FIXTURES / "py_edit_loop_body")

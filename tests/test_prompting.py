@@ -3,9 +3,9 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from apply_edit.languages import language_of
+from apply_edit.code.languages import language_of
 from apply_edit.merge import merge
-from apply_edit.prompting import FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop, build_prompt
+from apply_edit.judging.prompting import FORMATS, IncrementalDetokenizer, OutputExtractor, TextStop, build_prompt
 from conftest import ByteTokenizer
 
 

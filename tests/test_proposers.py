@@ -3,8 +3,8 @@ import time
 
 from hypothesis import given, settings, strategies as st
 
-from apply_edit.decoding import greedy_decode, speculative_greedy
-from apply_edit.proposers import SuffixArrayProposer, suffix_array
+from apply_edit.engine.decoding import greedy_decode, speculative_greedy
+from apply_edit.drafting.proposers import SuffixArrayProposer, suffix_array
 from conftest import random_model
 
 

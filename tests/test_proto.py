@@ -4,7 +4,7 @@ from a bounded set."""
 import importlib.util
 from pathlib import Path
 
-from apply_edit.service.servicer import language_label
+from apply_edit.faces.service.servicer import language_label
 from apply_edit.v1 import apply_edit_pb2 as pb
 
 ROOT = Path(__file__).parent.parent
@@ -30,9 +30,9 @@ def test_metric_labels_come_from_a_bounded_set():
 
 
 def test_the_regions_the_model_wrote_and_the_target_s_verdicts_reach_a_grpc_client():
-    from apply_edit.request import ApplyOptions, ApplyStats
-    from apply_edit.service.client import RemoteRun
-    from apply_edit.service.servicer import stats_message
+    from apply_edit.request.runs import ApplyOptions, ApplyStats
+    from apply_edit.faces.service.client import RemoteRun
+    from apply_edit.faces.service.servicer import stats_message
 
     stats = ApplyStats(method="spec", path="merge+model",
                        regions_written=["lines 41-62 (original 41-61): 121 tokens written in 5.1 s"],

@@ -3,9 +3,9 @@ strings over streamed text, and the language of code sent without a path."""
 
 import pytest
 
-from apply_edit.chat import StopText
-from apply_edit.regions import guess_language
-from apply_edit.service.http import parse_apply_message
+from apply_edit.request.chat import StopText
+from apply_edit.code.regions import guess_language
+from apply_edit.faces.service.http import parse_apply_message
 
 
 def test_morph_message_with_either_instruction_spelling():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from apply_edit.decoding import greedy_decode
+from apply_edit.engine.decoding import greedy_decode
 from apply_edit.models import registry
 from apply_edit.models.transformers_target import TransformersTarget
 from conftest import fake_convert, fake_gguf
@@ -337,7 +337,7 @@ def test_read_only_cache_without_a_valid_entry_says_what_to_do(fake_entry):
     (fake_entry / "READY").unlink()
     root = registry.cache_root()
     before = snapshot(root)
-    done = run_on_read_only_cache(root, "-m", "apply_edit.cli", "model", "fetch", NAME)
+    done = run_on_read_only_cache(root, "-m", "apply_edit.faces.cli", "model", "fetch", NAME)
     assert done.returncode == 1, done.stderr
     assert done.stderr.splitlines()[-1] == (
         f"apply-edit: error: model cache {NAME}: no READY stamp (provisioning was interrupted), and the cache "

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from apply_edit.apply import Applier
-from apply_edit.request import ApplyError, ApplyOptions
-from apply_edit.cases import load_case
-from apply_edit.engine_api import Interrupted
+from apply_edit.request.apply import Applier
+from apply_edit.request.runs import ApplyError, ApplyOptions
+from apply_edit.faces.cases import load_case
+from apply_edit.engine.api import Interrupted
 from apply_edit.models.transformers_target import PREFILL_CHUNK, TransformersTarget
 from conftest import FIXTURES
 
@@ -197,8 +197,8 @@ def test_a_sound_merge_is_the_answer_whatever_the_model_does(applier):
 def test_the_default_never_hands_back_a_result_that_fails_the_checks(applier):
     """An instruction with no snippet: the merge is the unchanged file, which cannot be the answer; what
     the model writes is handed back only if it passes the checks, and otherwise the apply is refused."""
-    from apply_edit.checks import problems
-    from apply_edit.decide import ApplyRefused
+    from apply_edit.judging.checks import problems
+    from apply_edit.judging.decide import ApplyRefused
 
     case = load_case(FIXTURES / "py_instruction_only")
     run = applier.stream(case.request(), ApplyOptions(max_new_tokens=400))
@@ -224,8 +224,8 @@ def test_every_drafting_mode_equals_plain_greedy(applier, drafting):
 
 
 def test_the_model_writing_the_whole_file_is_bounded_in_time(applier):
-    from apply_edit.decide import ApplyRefused
-    from apply_edit.request import ApplyRequest
+    from apply_edit.judging.decide import ApplyRefused
+    from apply_edit.request.runs import ApplyRequest
 
     request = ApplyRequest("def f():\n    return 1\n", "def f(:\n    return 2\n", language="python")
     assert not request.judge.merge_sound  # the model has to write it

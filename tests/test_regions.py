@@ -2,8 +2,8 @@
 
 import pytest
 
-from apply_edit.cases import load_cases
-from apply_edit.regions import language_for, parser_for, region_of_line, regions
+from apply_edit.faces.cases import load_cases
+from apply_edit.code.regions import language_for, parser_for, region_of_line, regions
 from conftest import FIXTURES
 
 PY = '''import os

@@ -3,11 +3,11 @@ that rewrites them (`request.RegionRun`), whether or not the whole file would fi
 
 import pytest
 
-from apply_edit.apply import Applier
-from apply_edit.decide import ApplyRefused
+from apply_edit.request.apply import Applier
+from apply_edit.judging.decide import ApplyRefused
 from apply_edit.merge import merge, split_lines
-from apply_edit.regions_to_rewrite import changed_regions, failing_regions, region_snippet, with_merges_blank_lines
-from apply_edit.request import ApplyRequest, RegionRun
+from apply_edit.judging.regions_to_rewrite import changed_regions, failing_regions, region_snippet, with_merges_blank_lines
+from apply_edit.request.runs import ApplyRequest, RegionRun
 from conftest import TEST_MODEL
 
 
@@ -58,7 +58,7 @@ def test_where_the_targets_region_differs_from_the_merges_only_by_blank_lines_th
 
 
 def test_a_region_the_target_cannot_read_within_the_bound_is_refused_before_any_pass():
-    from apply_edit.engine_api import CostCurve
+    from apply_edit.engine.api import CostCurve
     from apply_edit.models import FunctionModel
     from conftest import EOS, ByteTokenizer
 

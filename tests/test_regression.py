@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from apply_edit.apply import Applier
-from apply_edit.cases import EditCase, load_cases
+from apply_edit.request.apply import Applier
+from apply_edit.faces.cases import EditCase, load_cases
 from apply_edit.models.transformers_target import TransformersTarget, default_dtype
-from apply_edit.request import ApplyOptions
+from apply_edit.request.runs import ApplyOptions
 from conftest import FIXTURES
 
 pytestmark = pytest.mark.model

@@ -8,10 +8,10 @@ import types
 
 import pytest
 
-from apply_edit.apply import Applier
-from apply_edit.request import ApplyOptions
-from apply_edit.cases import load_case
-from apply_edit.decide import ApplyRefused
+from apply_edit.request.apply import Applier
+from apply_edit.request.runs import ApplyOptions
+from apply_edit.faces.cases import load_case
+from apply_edit.judging.decide import ApplyRefused
 from apply_edit.models import FunctionModel
 from conftest import EOS, FIXTURES, ByteTokenizer
 
@@ -70,7 +70,7 @@ def test_a_model_answer_that_fails_the_checks_is_refused_where_the_merge_is_unso
 
 
 def test_a_model_run_that_cannot_read_its_prompt_within_the_bound_is_refused_before_any_pass():
-    from apply_edit.engine_api import CostCurve
+    from apply_edit.engine.api import CostCurve
 
     case = load_case(FIXTURES / "py_instruction_only")  # the model writes the whole file
     slow = applier(case.expected)
@@ -95,7 +95,7 @@ def test_a_model_run_that_cannot_read_its_prompt_within_the_bound_is_refused_bef
 
 
 def test_a_plan_is_built_once_with_the_documents_placed_and_a_warm_up_needs_a_prefix_store():
-    from apply_edit.request import ApplyRequest, NoPrefixStore
+    from apply_edit.request.runs import ApplyRequest, NoPrefixStore
 
     case = load_case(FIXTURES / "py_add_method")
     applier = Applier(answering(case.expected), ByteTokenizer())

@@ -9,12 +9,12 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from apply_edit.request import ApplyOptions
-from apply_edit.cases import load_case
-from apply_edit.cli import main
-from apply_edit.service.client import RemoteError, RemoteRun, connect, request_message
-from apply_edit.service.security import SecurityError, channel_credentials, is_loopback, read_token
-from apply_edit.service.server import ApplyServer
+from apply_edit.request.runs import ApplyOptions
+from apply_edit.faces.cases import load_case
+from apply_edit.faces.cli import main
+from apply_edit.faces.service.client import RemoteError, RemoteRun, connect, request_message
+from apply_edit.faces.service.security import SecurityError, channel_credentials, is_loopback, read_token
+from apply_edit.faces.service.server import ApplyServer
 from apply_edit.v1 import apply_edit_pb2_grpc as pb_grpc
 from conftest import FIXTURES, free_port
 

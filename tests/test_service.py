@@ -14,12 +14,12 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from apply_edit.apply import Applier
-from apply_edit.request import ApplyOptions, ApplyRequest
-from apply_edit.cases import load_case
+from apply_edit.request.apply import Applier
+from apply_edit.request.runs import ApplyOptions, ApplyRequest
+from apply_edit.faces.cases import load_case
 from apply_edit.models.transformers_target import TransformersTarget
-from apply_edit.service.client import RemoteError, RemoteRun, connect
-from apply_edit.service.server import ApplyServer
+from apply_edit.faces.service.client import RemoteError, RemoteRun, connect
+from apply_edit.faces.service.server import ApplyServer
 from apply_edit.v1 import apply_edit_pb2 as pb
 from apply_edit.v1 import apply_edit_pb2_grpc as pb_grpc
 from conftest import FIXTURES, apply_call, drain, free_port, wait_until
@@ -224,7 +224,7 @@ def test_cli_apply_through_the_server_in_place(server, tmp_path):
 def test_the_default_pipeline_over_grpc_reports_its_path_and_refuses_with_failed_precondition(server, target):
     """The judged default through the service: the sound merge comes back with its path in the stats;
     an apply with no sound result ends FAILED_PRECONDITION with the reason, and the client raises."""
-    from apply_edit.decide import ApplyRefused
+    from apply_edit.judging.decide import ApplyRefused
 
     channel = connect(f"127.0.0.1:{server.port}")
     remote = RemoteRun(channel, CASE.request(), ApplyOptions())
@@ -358,7 +358,7 @@ def test_sigterm_delivered_to_a_worker_thread_still_drains_and_stops(target):
 
 
 def test_warm_reads_a_file_ahead_so_its_apply_prefills_only_the_rest(server, channel):
-    from apply_edit.service.client import warm
+    from apply_edit.faces.service.client import warm
 
     case = load_case(FIXTURES / "go_add_struct_method")
     options = ApplyOptions(max_new_tokens=8, pipeline="model")
@@ -380,7 +380,7 @@ def test_warm_reads_a_file_ahead_so_its_apply_prefills_only_the_rest(server, cha
 
 
 def test_warm_says_why_it_cannot():
-    from apply_edit.service.client import warm
+    from apply_edit.faces.service.client import warm
 
     server = make_server(TransformersTarget.load("smollm2-135m"), prefix_cache_bytes=0)  # its own target: store off
     try:

@@ -14,10 +14,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2
 
-from apply_edit.request import ApplyOptions
-from apply_edit.bench import Record
-from apply_edit.cases import load_case
-from apply_edit.service.load import load_summary
+from apply_edit.request.runs import ApplyOptions
+from apply_edit.faces.bench import Record
+from apply_edit.faces.cases import load_case
+from apply_edit.faces.service.load import load_summary
 from conftest import FIXTURES, ServerProcess, apply_call, drain, long_apply, wait_until
 
 pytestmark = [pytest.mark.model, pytest.mark.soak]

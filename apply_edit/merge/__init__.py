@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..definitions import definitions, snippet_definitions
-from ..instruction import names_to_remove, noted_names, without_change_notes
-from ..languages import code_of
+from ..code.definitions import definitions, snippet_definitions
+from ..code.instruction import names_to_remove, noted_names, without_change_notes
+from ..code.languages import code_of
 from .align import _align
 from .anchored import anchored_reading
 from .anchors import _attached_lines, _comment_line

@@ -21,7 +21,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..languages import spec_of
+from ..code.languages import spec_of
 from .snippet import _Snippet
 
 def _trivial(key: str) -> bool:

@@ -33,9 +33,9 @@ from difflib import SequenceMatcher
 
 from patiencediff import PatienceSequenceMatcher
 
-from ..definitions import definitions, snippet_definitions
-from ..instruction import names_to_remove, noted_names, uses, without_change_notes
-from ..languages import code_of
+from ..code.definitions import definitions, snippet_definitions
+from ..code.instruction import names_to_remove, noted_names, uses, without_change_notes
+from ..code.languages import code_of
 from .anchors import _CLOSER, _comment_line
 from .removals import _removed_lines
 from .snippet import _read, _width

@@ -20,7 +20,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..definitions import Definition, header_line
+from ..code.definitions import Definition, header_line
 from .anchors import _closes, _trivial
 from .snippet import _leaves_block, _Snippet, _width
 

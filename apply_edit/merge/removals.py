@@ -15,9 +15,9 @@ import re
 
 import numpy as np
 
-from ..definitions import Definition
-from ..instruction import uses
-from ..languages import code_of
+from ..code.definitions import Definition
+from ..code.instruction import uses
+from ..code.languages import code_of
 from .anchors import _comment_line
 from .blocks import _bracket_ends
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..definitions import declared_twice_in, lines_inside_strings
+from ..code.definitions import declared_twice_in, lines_inside_strings
 from .anchors import _trivial
 from .snippet import _Snippet, _indent, _newline, _width
 

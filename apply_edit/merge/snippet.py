@@ -18,8 +18,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from ..definitions import lines_inside_strings
-from ..instruction import deletion_notes
+from ..code.definitions import lines_inside_strings
+from ..code.instruction import deletion_notes
 
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|<!--|--|\{/\*|;)\s*(?P<body>.*?)\s*(?:\*/\}|\*/|-->)?\s*$")
 _ELLIPSIS = re.compile(r"\.{3,}|…")

@@ -6,8 +6,8 @@ import json
 import time
 from pathlib import Path
 
-from ..engine_api import CostCurve
-from ..files import write_atomic
+from ..engine.api import CostCurve
+from ..files.user_files import write_atomic
 
 COST_CONTEXTS = (1000, 6000)  # two points give the slope; attention is linear in context beyond
 

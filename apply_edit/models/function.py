@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from ..engine_api import CostCurve
+from ..engine.api import CostCurve
 
 
 class FunctionModel:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 if TYPE_CHECKING:
     import torch
 
-    from ..engine_api import CostCurve
+    from ..engine.api import CostCurve
 
 
 class Target(Protocol):

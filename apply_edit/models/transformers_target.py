@@ -9,7 +9,7 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
-from ..engine_api import CostCurve, Interrupted
+from ..engine.api import CostCurve, Interrupted
 from .cost import cached_cost
 from .prefix_cache import PrefixCache
 from .registry import DEFAULT_MODEL, cache_root, resolve

@@ -4,7 +4,7 @@ from collections import Counter
 
 import numpy as np
 
-from apply_edit.languages import code_of
+from apply_edit.code.languages import code_of
 from apply_edit.merge.align import (BLANK, COMMON, INSERT, INSERT_BLANK, TRIVIAL, UNIQUE, _align, _fixed_columns,
                                     _line_weights, _names_the_end)
 from apply_edit.merge.blocks import _bracket_ends

@@ -1,7 +1,7 @@
 """The second reading, each hunk placed by its own lines (`apply_edit.merge.anchored`), and what the merge
 and the judge make of it."""
 
-from apply_edit.decide import Judge
+from apply_edit.judging.decide import Judge
 from apply_edit.merge import merge
 from apply_edit.merge.anchored import anchored_reading
 from apply_edit.merge.report import MergeCandidate

@@ -1,6 +1,6 @@
 """Where brackets and blocks close (`apply_edit.merge.blocks`)."""
 
-from apply_edit.languages import code_of
+from apply_edit.code.languages import code_of
 from apply_edit.merge.blocks import _block_ends, _bracket_ends, _indented_block_ends
 
 

@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from apply_edit.definitions import definitions, snippet_definitions
+from apply_edit.code.definitions import definitions, snippet_definitions
 from apply_edit.merge import merge
 from apply_edit.merge.pairs import _apart, _beside_namesakes, _keep_between_whole_definitions, _pairs
 from apply_edit.merge.snippet import _read

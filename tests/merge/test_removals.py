@@ -1,6 +1,6 @@
 """The original lines that go with a name the instruction removes (`apply_edit.merge.removals`)."""
 
-from apply_edit.definitions import definitions
+from apply_edit.code.definitions import definitions
 from apply_edit.merge.removals import _removed_lines
 from apply_edit.merge.snippet import split_lines
 

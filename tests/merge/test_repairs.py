@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from apply_edit.languages import code_of
+from apply_edit.code.languages import code_of
 from apply_edit.merge.blocks import _bracket_ends
 from apply_edit.merge.repairs import _dangling_edits, _head_tail_rewrites, _rewritten_headers
 from apply_edit.merge.snippet import _parse_snippet, split_lines

@@ -1,0 +1,1 @@
+"""Judging a result: the checks, the decision between merge and model, the arbiter, prompts, failures."""
