@@ -75,6 +75,11 @@ def test_a_name_declared_twice_in_one_scope_is_refused():
     kept_both = java.replace("class F {\n", "class F {\n" + new)
     assert "it declares `F(List<String>)` twice in one scope (the original does not)" in problems(
         java, update, kept_both, "java")
+    # A C++ function kept beside its rewritten copy: one declarator (name, parameters, qualifiers) twice.
+    cpp = "int Box::size() const {\n  return n;\n}\n"
+    new = "int Box::size() const {\n  return n_;\n}\n"
+    assert problems(cpp, new, new + "\n" + cpp, "cpp") == [
+        "it declares `Box::size()const` twice in one scope (the original does not)"]
     # Go has no overloads: a method of one name twice is a duplicate whatever its parameters.
     assert declared_twice_in("package p\n\nfunc (s *S) f(a int) {\n}\n\nfunc (s *S) f(b string) {\n}\n", "go")
     # An import rewritten at the top of a module kept beside the old one: JavaScript refuses the second binding.
@@ -96,6 +101,11 @@ def test_names_a_language_lets_repeat_are_not_duplicates():
     py = "class P:\n    @property\n    def x(self):\n        return self._x\n"
     both = py + "\n    @x.setter\n    def x(self, v):\n        self._x = v\n"
     assert problems(py, "# ... existing code ...\n    @x.setter\n    def x(self, v):\n        self._x = v\n", both, "python") == []
+    # C++ overloads: by parameters, and by a method's `const` (`get()` beside `get() const`).
+    both = ("class A {\n  int& get() {\n    return a;\n  }\n  int get() const {\n    return a;\n  }\n"
+            "  int get(long k) const {\n    return k;\n  }\n};\n")
+    assert not declared_twice_in(both, "cpp")
+    assert declared_twice_in(both.replace("int get(long k)", "int get()"), "cpp")
     ts = "if (a) {\n  const v = 1\n  use(v)\n}\n"
     both = ts + "if (b) {\n  const v = 2\n  use(v)\n}\n"
     assert problems(ts, "// ... existing code ...\nif (b) {\n  const v = 2\n  use(v)\n}\n", both, "typescript") == []

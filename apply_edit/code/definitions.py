@@ -202,11 +202,14 @@ def snippet_definitions(text: str, language: str, cuts: list[int]) -> list[Defin
 
 # Declarations a scope may not hold twice under one name, by language (where the language itself refuses
 # it, or it is a mistake no one writes on purpose): Java overloads methods (a method there is its name
-# and parameter types) and Rust redefines under different `#[cfg]`s (its functions are not here); `var`
-# and Python's decorated definitions (`@x.setter`, `@overload`) may repeat a name by design.
+# and parameter types), C++ functions too (one there is its whole declarator: name, parameters and
+# qualifiers, `get() const` beside `get()`; the same text twice is one function defined twice), and
+# Rust redefines under different `#[cfg]`s (its functions are not here); `var` and Python's decorated
+# definitions (`@x.setter`, `@overload`) may repeat a name by design.
 _SINGLE = {
     "go": {"function_declaration", "method_declaration"},
     "c": {"function_definition"},
+    "cpp": {"function_definition"},
     "java": {"field_declaration", "method_declaration", "constructor_declaration"},
     "javascript": {"lexical_declaration", "method_definition", "import_statement"},
     "jsx": {"lexical_declaration", "method_definition", "import_statement"},
@@ -226,6 +229,9 @@ def _declared(node, language: str) -> list[str]:
         return _imported(node)
     if language == "java" and node.type in ("method_declaration", "constructor_declaration"):
         return [_signature(node)]  # one signature, once (Go's methods are one name, once)
+    if language == "cpp" and node.type == "function_definition":
+        declarator = node.child_by_field_name("declarator")
+        return ["".join(_text(declarator).split())] if declarator is not None and _name(node) else []
     if node.type == "field_initializer":
         field = node.child_by_field_name("field")
         return [_text(field)] if field is not None else []
