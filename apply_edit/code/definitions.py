@@ -15,7 +15,7 @@ from functools import lru_cache
 from .regions import parser_for
 
 # Node types that define something by name, in the grammars the language pack ships.
-_DEFINITIONS = {
+_DEFINITIONS = frozenset({
     "function_definition", "class_definition",  # python, c, cpp
     "function_declaration", "generator_function_declaration", "class_declaration", "method_definition",
     "interface_declaration", "type_alias_declaration", "enum_declaration", "abstract_class_declaration",
@@ -24,13 +24,13 @@ _DEFINITIONS = {
     "function_item", "struct_item", "enum_item", "trait_item", "impl_item", "mod_item",  # rust
     "method", "singleton_method", "class", "module",  # ruby
     "struct_specifier",  # c
-}
+})
 # What a C/C++ declarator names: `f`, a member `f`, `operator=`, `~T`, `T::f` defined outside its class.
 _DECLARATOR_NAMES = {"identifier", "field_identifier", "operator_name", "destructor_name", "qualified_identifier"}
 _C_TYPES = {"void", "int", "char", "short", "long", "float", "double", "unsigned", "signed", "bool", "_Bool"}
 _WRAPPERS = {"decorated_definition", "export_statement"}  # a definition's range includes these
 # `const f = (a) => {...}`, `let C = class {...}`: in JavaScript and TypeScript as common as declarations.
-_BOUND = {"lexical_declaration", "variable_declaration"}
+_BOUND = frozenset({"lexical_declaration", "variable_declaration"})
 _FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
 
 
@@ -139,13 +139,14 @@ def definitions(text: str, language: str) -> list[Definition]:
 # parsed once. Trees and definitions are not changed by their readers.
 @lru_cache(maxsize=16)
 def _definitions_of(text: str, language: str) -> tuple[Definition, ...]:
-    root = _tree(text, language)
-    return () if root is None else tuple(_definitions_in(root))
+    root = syntax_tree(text, language)
+    return () if root is None else tuple(_definitions_in(root, language))
 
 
 @lru_cache(maxsize=16)
-def _tree(text: str, language: str):
-    """The root of text's tree-sitter parse, None without a grammar or text."""
+def syntax_tree(text: str, language: str):
+    """The root of text's tree-sitter parse, None without a grammar or text. Cached: the merge, its
+    checks and the second reading read the same original and result."""
     parser = parser_for(language)
     return parser.parse(_as_code(text, language)).root_node if parser is not None and text.strip() else None
 
@@ -163,20 +164,14 @@ _STATEMENT_KEYWORDS = {"if", "else", "for", "while", "do", "switch", "case", "ca
                        "with", "match", "loop", "foreach", "elif", "unless", "until"}
 
 
-def _definitions_in(root) -> list[Definition]:
+def _definitions_in(root, language: str) -> list[Definition]:
     found: list[Definition] = []
-
-    def visit(node) -> None:
-        for child in node.named_children:
-            if (child.type in _DEFINITIONS or child.type in _BOUND) and (name := _name(child)) \
-                    and name not in _STATEMENT_KEYWORDS:
-                outer = _outer(child)
-                start, (end, column) = outer.start_point[0], outer.end_point
-                end -= 1 if column == 0 and end > start else 0  # a node that ends with its newline
-                found.append(Definition(child.type, name, start, end, _name_line(child), not child.has_error))
-            visit(child)
-
-    visit(root)
+    for node in _nodes_of(root, language, _DEFINITIONS | _BOUND):
+        if (name := _name(node)) and name not in _STATEMENT_KEYWORDS:
+            outer = _outer(node)
+            start, (end, column) = outer.start_point[0], outer.end_point
+            end -= 1 if column == 0 and end > start else 0  # a node that ends with its newline
+            found.append(Definition(node.type, name, start, end, _name_line(node), not node.has_error))
     return found
 
 
@@ -185,8 +180,8 @@ def snippet_definitions(text: str, language: str, cuts: list[int]) -> list[Defin
     errors and tree-sitter's recovery can lose every definition after them; so each piece between the
     lines in `cuts` (its top-level markers) is parsed alone too, and fills in what the whole parse lost
     or found only broken."""
-    root = _tree(text, language)
-    found = [] if root is None else _definitions_in(root)
+    root = syntax_tree(text, language)
+    found = [] if root is None else _definitions_in(root, language)
     if not cuts or root is None or not root.has_error:
         return found
     lines = text.split("\n")
@@ -284,25 +279,31 @@ def declared_twice(root, language: str) -> list[tuple[tuple, str, list[tuple[int
     enclosing definitions' names, the name, and the first and last lines of each of its declarations
     there (`const x` twice in one block, a Go function or a Java field defined twice)."""
     kinds = _SINGLE.get(language)
-    found = []
     if not kinds or root is None:
-        return found
-    stack = [(root, ())]
-    while stack:
-        node, path = stack.pop()
-        spans: dict[str, list[tuple[int, int]]] = {}
-        for child in node.named_children:
-            if child.type in kinds:
-                for name in _declared(child, language):
-                    spans.setdefault(name, []).append((child.start_point[0], child.end_point[0]))
-        found += [(path, name, lines) for name, lines in spans.items() if len(lines) > 1]
-        stack.extend((c, path + ((name,) if (name := _name(c)) else ())) for c in node.named_children)
-    return found
+        return []
+    scopes: dict[int, tuple[object, dict[str, list[tuple[int, int]]]]] = {}
+    for node in _nodes_of(root, language, frozenset(kinds)):
+        scope, spans = scopes.setdefault(node.parent.id, (node.parent, {}))
+        for name in _declared(node, language):
+            spans.setdefault(name, []).append((node.start_point[0], node.end_point[0]))
+    return [(_enclosing_names(scope), name, lines)
+            for scope, spans in scopes.values() for name, lines in spans.items() if len(lines) > 1]
+
+
+def _enclosing_names(node) -> tuple[str, ...]:
+    """The names of the definitions a node is (or is inside), outermost first. Asked only where a scope
+    holds a duplicate: naming every node of a large file on the way down was most of the check's time."""
+    names = []
+    while node.parent is not None:
+        if name := _name(node):
+            names.append(name)
+        node = node.parent
+    return tuple(reversed(names))
 
 
 def declared_twice_in(text: str, language: str) -> list[tuple[tuple, str, list[tuple[int, int]]]]:
     """`declared_twice` of the text's parse."""
-    return declared_twice(_tree(text, language), language) if language in _SINGLE else []
+    return declared_twice(syntax_tree(text, language), language) if language in _SINGLE else []
 
 
 def duplicate_declarations(root, language: str) -> Counter:
@@ -311,24 +312,43 @@ def duplicate_declarations(root, language: str) -> Counter:
     return Counter((path, name) for path, name, _ in declared_twice(root, language))
 
 
-_STRINGS = {"string", "template_string", "raw_string_literal", "string_literal", "heredoc_body", "text_block"}
-_COMMENTS = {"comment", "block_comment", "multiline_comment"}
+_STRINGS = frozenset({"string", "template_string", "raw_string_literal", "string_literal", "heredoc_body",
+                      "text_block"})
+_COMMENTS = frozenset({"comment", "block_comment", "multiline_comment"})
 
 
 @lru_cache(maxsize=32)
 def lines_inside_strings(text: str, language: str, comments: bool = False) -> frozenset[int]:
     """Lines wholly inside a multi-line string literal (a docstring's middle lines): indentation there is
     prose, not structure. `comments`: inside a multi-line comment too (a `...` there is prose, not code)."""
-    kinds = _STRINGS | _COMMENTS if comments else _STRINGS
-    root = _tree(text, language)
+    root = syntax_tree(text, language)
     if root is None:
         return frozenset()
     inside: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type in kinds and node.end_point[0] > node.start_point[0] + 1:
-            inside.update(range(node.start_point[0] + 1, node.end_point[0]))
-        else:
-            stack.extend(node.children)
+    for node in _nodes_of(root, language, _STRINGS | _COMMENTS if comments else _STRINGS):
+        inside.update(range(node.start_point[0] + 1, node.end_point[0]))  # a nested one's lines are its outer's
     return frozenset(inside)
+
+
+def _nodes_of(root, language: str, kinds: frozenset[str]) -> list:
+    """The named nodes of these kinds in a parse of the language, in file order (an outer one before the
+    ones inside it), found by a tree-sitter query: a walk of every node in Python was most of the time of
+    the checks on a large file."""
+    from tree_sitter import QueryCursor
+
+    query = _query_for(language, kinds)
+    if query is None:
+        return []
+    nodes = QueryCursor(query).captures(root).get("node", [])
+    # A grammar may alias another node type to one of the kinds (C#'s struct as a class): the kind decides.
+    return sorted((node for node in nodes if node.type in kinds), key=lambda node: (node.start_byte, -node.end_byte))
+
+
+@lru_cache(maxsize=None)  # a few sets of kinds per grammar
+def _query_for(language: str, kinds: frozenset[str]):
+    """A query that captures the nodes of these kinds as `node` (None: the grammar has none of them)."""
+    from tree_sitter import Query
+
+    grammar = parser_for(language).language
+    present = [kind for kind in sorted(kinds) if grammar.id_for_node_kind(kind, True)]
+    return Query(grammar, "[" + " ".join(f"({kind})" for kind in present) + "] @node") if present else None

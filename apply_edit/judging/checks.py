@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..code.definitions import definitions, duplicate_declarations, header_line, snippet_definitions
+from ..code.definitions import definitions, duplicate_declarations, header_line, snippet_definitions, syntax_tree
 from ..code.instruction import (code_text, deletion_notes, names_to_remove, noted_names, uses, without_change_notes,
                           without_comment_lines)
 from ..merge import closes_block, code_lines, indent_width, is_marker, marker_keys, merge, unexplained_deletions
@@ -274,8 +274,8 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     by_line.feed(result)
     found += by_line.problems()
     parser = parser_for(language)
-    # Each text parsed once, for both checks that read its tree; the snippet only where the result errs.
-    old_tree, new_tree = _tree(parser, original), _tree(parser, result)
+    # The parses the merge made of these texts (cached); the snippet is parsed only where the result errs.
+    old_tree, new_tree = syntax_tree(original, language), syntax_tree(result, language)
     found += _parse_problems(parser, old_tree, new_tree, original, update, result, language)
     twice = sorted({name for _, name in duplicate_declarations(new_tree, language)
                     - duplicate_declarations(old_tree, language)})
@@ -335,7 +335,7 @@ def placement_problems(original: str, update: str, result: str, language: str, i
     and a marker in a new block stands for some code. What tells which of a merge's changed regions is
     wrong (`regions_to_rewrite.py`)."""
     parser = parser_for(language)
-    old_tree, new_tree = _tree(parser, original), _tree(parser, result)
+    old_tree, new_tree = syntax_tree(original, language), syntax_tree(result, language)
     return (_parse_problems(parser, old_tree, new_tree, original, update, result, language)
             + _deletion_problems(original, update, result, language, instruction)
             + _empty_marker_problems(original, update, result))
