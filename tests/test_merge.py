@@ -514,6 +514,16 @@ def test_a_deletion_note_is_not_written_and_the_definition_it_names_goes_whole()
                                                     "function other() {\n  return 30;\n}\n")
 
 
+def test_a_change_note_between_two_blank_lines_takes_no_line_and_leaves_both():
+    # A removal's note stands where code went, with one of its blank lines (the test above); a change
+    # note stands beside code that is there: the two blank lines around it are the file's, here a new
+    # second one above the imports.
+    py = "# SPDX-License-Identifier: MIT\n\nimport sys\n\nimport pytest\n\n\ndef test_a():\n    pass\n"
+    update = "# SPDX-License-Identifier: MIT\n\n# changed: new logic here\n\nfrom importlib import metadata\n\n" \
+             "import pytest\n\n# ... existing code ...\n"
+    assert merge(py, update, "python").text == py.replace("\nimport sys\n", "\n\nfrom importlib import metadata\n")
+
+
 def test_a_rewritten_comment_paragraph_replaces_the_old_one_up_to_its_separator():
     # The hunk ends with the block's empty `//` line before a marker: that is the original's separator two
     # lines down, and the two old lines before it are what the new ones replace (c_fresh6_xz).

@@ -66,6 +66,13 @@ def _trailing_comments(line: str, language: str) -> list[int]:
                   reverse=True)
 
 
+def is_change_note(line: str, language: str) -> bool:
+    """Whether a line is a comment of what the snippet changes (`# changed: new logic here`, `// NEW`),
+    not of what it removes: such a note stands beside code that is there, in no removed line's place."""
+    body = _comment_body(line, language)
+    return bool(body) and bool(_CHANGE_NOTE.match(body)) and not _NOTE.search(body)
+
+
 def _is_note(comment: str) -> bool:
     """Whether a trailing comment (from its opening token on) has a note's form."""
     body = comment.lstrip("/#-;*").strip()

@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..code.definitions import lines_inside_strings
-from ..code.instruction import deletion_notes
+from ..code.instruction import deletion_notes, is_change_note
 
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|<!--|--|\{/\*|;)\s*(?P<body>.*?)\s*(?:\*/\}|\*/|-->)?\s*$")
 _ELLIPSIS = re.compile(r"\.{3,}|…")
@@ -119,7 +119,8 @@ def _parse_snippet(update_lines: list[str], original_keys: set[str], language: s
                    original_code: set[str], notes: set[int] = frozenset()) -> _Snippet:
     """`original_code`: the original's lines (stripped) outside multi-line comments and strings: a bare
     `...` is the original's own line only where the original has it as code (not in a doc comment).
-    `notes`: the deletion notes (`instruction.deletion_notes`), left out with a blank line they leave doubled."""
+    `notes`: the deletion notes (`instruction.deletion_notes`), left out, a removal's with a blank line
+    it leaves doubled."""
     lines, hunk_of, number, reach, markers = [], [], [], [None], set()
     hunk, previous = 0, ""
     content = [n for n, line in enumerate(update_lines) if line.strip() and n not in notes]
@@ -130,7 +131,10 @@ def _parse_snippet(update_lines: list[str], original_keys: set[str], language: s
         key = line.strip()
         if n in notes and lines:
             noted_gaps.add(len(lines))
-        if n in notes or (not key and n - 1 in notes and lines and not lines[-1].strip()):
+        # A blank line after a note, with one before it: the note stood where code went, with one of
+        # its blank lines; a change note stands in no line's place, and both blank lines are the file's.
+        if n in notes or (not key and n - 1 in notes and lines and not lines[-1].strip()
+                          and not is_change_note(update_lines[n - 1], language)):
             continue
         bare = key in ("...", "…") and not (language == "python" and previous.rstrip().endswith(":")
                                              and _whole_body(update_lines, n, last))
