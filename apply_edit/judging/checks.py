@@ -33,7 +33,8 @@ from collections import Counter
 from ..code.definitions import definitions, duplicate_declarations, header_line, snippet_definitions, syntax_tree
 from ..code.instruction import (code_text, deletion_notes, names_to_remove, noted_names, uses, without_change_notes,
                           without_comment_lines)
-from ..merge import closes_block, code_lines, indent_width, is_marker, marker_keys, merge, unexplained_deletions
+from ..merge import (closes_block, code_lines, indent_width, is_marker, marker_keys, merge, opens_block,
+                     unexplained_deletions)
 from ..code.regions import parse_errors, parser_for
 
 MAX_DROPPED = 0.2
@@ -175,6 +176,8 @@ def _changed_whole_definitions(update: str, result: str, language: str) -> list[
     names = Counter((d.kind, d.name) for d in shown)
 
     def whole(d) -> bool:
+        if opens_block(lines[d.end_line].strip()):  # its body is not shown: a marker after it holds it
+            return False
         after = d.end_line + 1
         if not closes_block(lines[d.end_line].strip()):  # a flush-left marker after blank lines may hold the rest
             while after < len(lines) and not lines[after].strip():

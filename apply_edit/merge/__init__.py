@@ -36,6 +36,7 @@ from .align import _align
 from .anchored import anchored_reading
 from .anchors import _attached_lines, _comment_line
 from .anchors import _closes as closes_block  # public: the checks read definitions as the merge does
+from .anchors import _opens as opens_block
 from .anchors import _trivial as says_little  # public: a line too short or bare to tell a place by
 from .blocks import _block_ends, _bracket_ends, _indented_block_ends
 from .doubts import doubts
@@ -52,7 +53,8 @@ from .snippet import _width as indent_width
 from .twins import _closing_twins, _kept_twins, _realigned, _resumed_lines, _resuming_runs, _rewritten_comment_ends
 
 __all__ = ["HunkPlacement", "MergeCandidate", "MergeReport", "Reading", "UnexplainedRun", "closes_block", "code_lines",
-           "indent_width", "is_marker", "marker_keys", "merge", "says_little", "split_lines", "unexplained_deletions"]
+           "indent_width", "is_marker", "marker_keys", "merge", "opens_block", "says_little", "split_lines",
+           "unexplained_deletions"]
 
 
 def merge(original: str, update: str, language: str = "", instruction: str = "",

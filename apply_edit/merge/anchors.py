@@ -49,6 +49,15 @@ def _closes(key: str) -> bool:
     return bool(key) and _trivial(key) and (key[0] in "})]" or key.rstrip(";") == "end") and key[-1] not in "{(["
 
 
+# A line that opens a body on the lines after it: `if x:`, `fn f() {`, `call(`, `if x then`, `each do |e|`.
+_OPENER = re.compile(r"(?:[{(\[:]|\b(?:then|do|else|begin)|\bdo\s*\|[^|]*\|)$")
+
+
+def _opens(key: str) -> bool:
+    """A line that ends by opening a body (`_OPENER`): it cannot be the last line of a definition shown whole."""
+    return bool(_OPENER.search(key))
+
+
 def _similar(a: str, b: str) -> bool:
     """Cheap test for "b is an edited version of a": most of the shorter line is a shared start and end
     (a changed argument, a renamed variable, a longer signature)."""

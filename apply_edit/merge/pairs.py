@@ -21,7 +21,7 @@ from collections import Counter
 import numpy as np
 
 from ..code.definitions import Definition, header_line
-from .anchors import _closes, _trivial
+from .anchors import _closes, _opens, _trivial
 from .snippet import _leaves_block, _Snippet, _width
 
 def _keep_between_whole_definitions(snippet: _Snippet, pairs, orig: list[str], comment) -> None:
@@ -47,11 +47,14 @@ def _shown_whole(d: Definition, snippet: _Snippet, in_snippet: list[Definition])
     stands for lines at any depth, the rest of this body among them (one at the header's depth is the
     next sibling's place, in the file's own layout). Nor where the definition ends with one inside it
     (its last method) that is not shown whole: the marker that may hold the rest of that one's body may
-    hold the rest of this one's."""
+    hold the rest of this one's. Nor where its last line opens a body the snippet does not show (`if x:`
+    before a marker, however shallow the marker: it holds that body)."""
     if any(d.name_line < e.name_line and e.end_line == d.end_line
            and not _shown_whole(e, snippet, in_snippet) for e in in_snippet):
         return False
     shown = dict(zip(snippet.number, snippet.lines))
+    if _opens(shown.get(d.end_line, "").strip()):
+        return False
     after = d.end_line + 1
     header = _width(shown.get(d.name_line, ""))
     if not _closes(shown.get(d.end_line, "").strip()):

@@ -92,6 +92,18 @@ def test_a_flush_left_marker_after_a_blank_line_may_stand_for_the_rest_of_a_meth
                                                          "    code = 10\n")
 
 
+def test_a_definition_whose_last_shown_line_opens_a_body_is_not_shown_whole():
+    # `if obj == 0:` with no body after it: the marker after it, at the function's depth or flush left,
+    # holds that body; the function is not shown whole, and the body stays.
+    py = ("def on_disconnect(mqttc, obj):\n    mqttc.user_data_set(obj)\n    if obj == 0:\n        mqttc.reconnect()\n"
+          "\n\ndef on_log(mqttc, obj):\n    print(obj)\n")
+    update = "def on_disconnect(mqttc, obj):\n    mqttc.user_data_set(obj + 1)\n    if obj == 0:\n\n# ... existing code ...\n"
+    assert merge(py, update, "python").text == py.replace("user_data_set(obj)", "user_data_set(obj + 1)")
+    lua = "function f(x)\n  log(x)\n  if x then\n    g(x)\n  end\nend\n\nreturn f\n"
+    update = "function f(x)\n  log(x + 1)\n  if x then\n\n-- ... existing code ...\n"
+    assert merge(lua, update, "lua").text == lua.replace("log(x)", "log(x + 1)")
+
+
 JAVA = ("class Repo {\n    public void open() {\n        connect();\n    }\n\n"
         "    /**\n     * Finds an item by its id.\n     */\n    public Item find(int id) {\n        return items.get(id);\n    }\n}\n")
 
