@@ -212,14 +212,21 @@ def test_the_default_never_hands_back_a_result_that_fails_the_checks(applier):
         assert problems(case.original, case.update, text, case.language, instruction=case.instruction) == []
 
 
-@pytest.mark.parametrize("drafting", ["merge", "copy"])
-def test_every_drafting_mode_equals_plain_greedy(applier, drafting):
-    case = load_case(FIXTURES / "ts_add_interface_field")
-    plain = applier.stream(case.request(), ApplyOptions(method="plain", max_new_tokens=120))
+@pytest.fixture(scope="module")
+def plain_tokens(applier):
+    """Plain greedy's tokens for ts_add_interface_field, decoded once for every drafting mode's test."""
+    plain = applier.stream(load_case(FIXTURES / "ts_add_interface_field").request(),
+                           ApplyOptions(method="plain", max_new_tokens=120))
     plain.result()
+    return plain.tokens
+
+
+@pytest.mark.parametrize("drafting", ["merge", "copy"])
+def test_every_drafting_mode_equals_plain_greedy(applier, plain_tokens, drafting):
+    case = load_case(FIXTURES / "ts_add_interface_field")
     spec = applier.stream(case.request(), ApplyOptions(drafting=drafting, max_new_tokens=120, pipeline="model"))
     spec.result()
-    assert spec.tokens == plain.tokens
+    assert spec.tokens == plain_tokens
     assert (spec.candidate is not None) == (drafting == "merge")
 
 
