@@ -125,6 +125,18 @@ def test_a_definition_shown_whole_must_be_as_shown():
     assert problems(longer, flush, longer, "python") == []
 
 
+def test_a_marker_after_a_definition_leaves_whole_in_doubt_for_every_check():
+    # A marker at the function's own depth after a blank line: the next definition's place, or the rest of
+    # this body. The evidence cannot tell, so the whole-definition check does not hold the result to either
+    # reading: the result that keeps the rest of the body passes (before, one check failed each way).
+    original = "def load(path):\n    data = read(path)\n    check(data)\n    return data\n\n\ndef save(path, data):\n    write(path, data)\n"
+    update = "def load(path):\n    data = read(path, strict=True)\n\n# ... existing code ...\n"
+    kept = original.replace("read(path)", "read(path, strict=True)")
+    assert problems(original, update, kept, "python") == []
+    gone = "def load(path):\n    data = read(path, strict=True)\n\n\ndef save(path, data):\n    write(path, data)\n"
+    assert problems(original, update, gone, "python")[0].startswith("it deletes 3 line(s) the snippet keeps under a marker")
+
+
 def test_a_name_the_instruction_removes_must_be_gone():
     go = ("package w\n\nimport \"net/http\"\n\ntype fw struct{ http.ResponseWriter }\n\n"
           "var _ http.CloseNotifier = &fw{}\nvar _ http.Flusher = &fw{}\nvar _ http.Hijacker = &fw{}\n")

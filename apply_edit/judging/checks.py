@@ -34,7 +34,7 @@ from ..code.definitions import definitions, duplicate_declarations, header_line,
 from ..code.instruction import (code_text, deletion_notes, names_to_remove, noted_names, uses, without_change_notes,
                           without_comment_lines)
 from ..merge import (closes_block, code_lines, indent_width, is_marker, marker_keys, merge, opens_block,
-                     unexplained_deletions)
+                     shown_whole_beyond_doubt, unexplained_deletions)
 from ..code.regions import parse_errors, parser_for
 
 MAX_DROPPED = 0.2
@@ -165,15 +165,18 @@ def _block(lines: list[str], opener: int) -> list[str]:
     return body
 
 
-def _changed_whole_definitions(update: str, result: str, language: str) -> list[str]:
+def _changed_whole_definitions(original: str, update: str, result: str, language: str) -> list[str]:
     """Names of the definitions the snippet shows whole (with their body, no marker inside or right
     after, as `merge.pairs._shown_whole` reads it) that the result holds with other lines: code was
     interleaved into them (a new method's header read as an edit of the next method's keeps that one's
-    body under the new name)."""
+    body under the new name). For a definition the original has, only where the snippet shows it whole
+    beyond doubt (`merge.shown_whole_beyond_doubt`): a marker after it, even after blank lines at its
+    own depth, may hold the rest of its old body, and the evidence leaves both readings open."""
     lines = update.split("\n")
     markers = [n for n, line in enumerate(lines) if _marks(line)]
     shown = snippet_definitions(update, language, [n for n in markers if not lines[n][:1].isspace()])
     names = Counter((d.kind, d.name) for d in shown)
+    old = {(d.kind, d.name) for d in definitions(original, language)}
 
     def whole(d) -> bool:
         if opens_block(lines[d.end_line].strip()):  # its body is not shown: a marker after it holds it
@@ -185,6 +188,7 @@ def _changed_whole_definitions(update: str, result: str, language: str) -> list[
             if after not in markers or indent_width(lines[after]) >= indent_width(lines[d.name_line]):
                 after = d.end_line + 1
         return (d.complete and d.end_line > d.name_line and not any(d.start_line <= m <= after for m in markers)
+                and ((d.kind, d.name) not in old or shown_whole_beyond_doubt(d, lines, markers))
                 and all(whole(e) for e in shown if d.name_line < e.name_line and e.end_line == d.end_line))
 
     wanted = {(d.kind, d.name): lines[d.name_line:d.end_line + 1] for d in shown
@@ -285,7 +289,7 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     if twice:
         found.append(f"it declares {', '.join(f'`{n}`' for n in twice)} twice in one scope (the original does not)")
     found += _empty_marker_problems(original, update, result)
-    if changed := _changed_whole_definitions(shown, result, language):  # notes are not lines of the result
+    if changed := _changed_whole_definitions(original, shown, result, language):  # notes are not lines of the result
         found.append(f"it has {', '.join(f'`{n}`' for n in changed)} with other lines than the snippet shows whole")
     before = by_line.before
     if result == original and any(line not in before for line in snippet):

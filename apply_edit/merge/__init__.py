@@ -40,7 +40,7 @@ from .anchors import _opens as opens_block
 from .anchors import _trivial as says_little  # public: a line too short or bare to tell a place by
 from .blocks import _block_ends, _bracket_ends, _indented_block_ends
 from .doubts import doubts
-from .evidence import UnexplainedRun, unexplained_deletions
+from .evidence import UnexplainedRun, shown_whole_beyond_doubt, unexplained_deletions
 from .pairs import _apart, _beside_namesakes, _keep_between_whole_definitions, _pairs
 from .removals import _removed_lines
 from .render import _render
@@ -53,8 +53,8 @@ from .snippet import _width as indent_width
 from .twins import _closing_twins, _kept_twins, _realigned, _resumed_lines, _resuming_runs, _rewritten_comment_ends
 
 __all__ = ["HunkPlacement", "MergeCandidate", "MergeReport", "Reading", "UnexplainedRun", "closes_block", "code_lines",
-           "indent_width", "is_marker", "marker_keys", "merge", "opens_block", "says_little", "split_lines",
-           "unexplained_deletions"]
+           "indent_width", "is_marker", "marker_keys", "merge", "opens_block", "says_little",
+           "shown_whole_beyond_doubt", "split_lines", "unexplained_deletions"]
 
 
 def merge(original: str, update: str, language: str = "", instruction: str = "",

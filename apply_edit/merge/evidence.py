@@ -33,7 +33,7 @@ from difflib import SequenceMatcher
 
 from patiencediff import PatienceSequenceMatcher
 
-from ..code.definitions import definitions, snippet_definitions
+from ..code.definitions import Definition, definitions, snippet_definitions
 from ..code.instruction import names_to_remove, noted_names, uses, without_change_notes
 from ..code.languages import code_of
 from .anchors import _CLOSER, _comment_line
@@ -196,15 +196,19 @@ def _removed_and_shown_whole(original, update, orig, snippet, notes, language, i
     update_lines = update.split("\n")
     markers = sorted(snippet.markers)
     top_level = [n for n in markers if not update_lines[n][:1].isspace()]
-
-    def next_line(n: int) -> int:  # the first non-blank snippet line after line n
-        return next((k for k in range(n + 1, len(update_lines)) if update_lines[k].strip()), len(update_lines))
-
-    # Whole: no marker inside, nor right after it (that one may stand for more of its body).
     shown = {d.name for d in snippet_definitions(update, language, top_level)
-             if d.complete and d.end_line > d.name_line
-             and not any(d.start_line <= m <= next_line(d.end_line) for m in markers)}
+             if shown_whole_beyond_doubt(d, update_lines, markers)}
     for d in in_original:
         if d.name in shown and count[d.name] == 1:
             whole.update(range(d.start_line, d.end_line + 1))
     return removed, whole
+
+
+def shown_whole_beyond_doubt(d: Definition, lines: list[str], markers: list[int]) -> bool:
+    """Whether the snippet (`lines`, its marker lines `markers`) shows definition `d` whole beyond doubt:
+    complete, with a body, and no marker from its first line to the first non-blank line after its last,
+    at whatever depth (that marker may stand for more of its body). The merge reads some of those
+    layouts as whole (`pairs._shown_whole`); a check must not hold a result to a reading the evidence
+    leaves open, or both ways of it fail."""
+    after = next((k for k in range(d.end_line + 1, len(lines)) if lines[k].strip()), len(lines))
+    return d.complete and d.end_line > d.name_line and not any(d.start_line <= m <= after for m in markers)
