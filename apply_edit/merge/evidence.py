@@ -10,7 +10,8 @@ so, in one of these ways:
    the snippet shows the code around the run without it. A deleted run between equal lines (`}`) reads
    as well one line up or down; one of those readings will do;
 2. the run is an edit at the edge of a stretch: its new lines sit next to a marker in the snippet, and
-   each line gone is like one of them, in order, or all of them together are like the new lines together
+   each line gone is like one of them, in order (mostly the same characters, or the same line with words
+   put in front: `int` -> `static int`), or all of them together are like the new lines together
    (a signature joined onto one line, a tag split over several). A line gone that opens a body the result
    keeps after it (the next original line is deeper) is only edited by a line whose own body is not
    closed before that edge (a new `if ... fi` block is not an edit of the `if` whose body follows);
@@ -54,8 +55,13 @@ class UnexplainedRun:
         return f"line {self.line} (`{self.text[:60]}`)" + (f" and {self.count - 1} more" if self.count > 1 else "")
 
 
+# Words put in front of a line (`static`, `export async`, `pub`): the line edited, however short it is.
+_QUALIFIERS = re.compile(r"(?:[A-Za-z_]\w* )+")
+
+
 def _like(a: str, b: str) -> bool:
-    return SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.5
+    return SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.5 or (
+        b.endswith(a) and _QUALIFIERS.fullmatch(b[:len(b) - len(a)]) is not None)
 
 
 def _like_in_order(gone: list[str], new: list[str]) -> list[int] | None:

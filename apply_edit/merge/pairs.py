@@ -188,6 +188,9 @@ def _indented_inside(lines: list[str]) -> bool:
     line, tree-sitter's error recovery can stretch a definition over the next ones; its indentation
     still says where it ends."""
     width = _width(lines[0])
+    # A header may go on at its own depth until a line there opens the body (C's return type on a line of
+    # its own, then `name(args)`, then `{`).
+    opened = next((k for k, line in enumerate(lines[:-1]) if _width(line) == width and line.rstrip().endswith("{")), 0)
     return all(not line.strip() or _width(line) > width
                or (_width(line) == width and line.strip()[0] in "{)]}" and not _closes(line.strip()))
-               for line in lines[1:-1])
+               for line in lines[opened + 1:-1])

@@ -65,3 +65,12 @@ def test_a_look_alike_table_elsewhere_is_not_what_a_deleted_run_is_read_against(
     # lines with msys's and reads `end` / `if msys then` as deleted, between lines the snippet shows.
     wrong = right.replace('  -- msys is cygwin made of mingw\n' + table("lib?.so"), "")
     assert [r.line for r in unexplained_deletions(LUA, update, wrong, "lua")] == [15]
+
+
+def test_words_put_in_front_of_a_line_edit_it_however_short_it_is():
+    c = "int\nsum(int a, int b)\n{\n    return a + b;\n}\n"
+    update = "// ... existing code ...\nstatic int\nsum(int a, int b)\n// ... existing code ...\n"
+    assert unexplained_deletions(c, update, "static " + c, "c") == []
+    # Not any longer line that ends the same: `return_int` is not `int` qualified.
+    other = "// ... existing code ...\nreturn_int\nsum(int a, int b)\n// ... existing code ...\n"
+    assert [r.line for r in unexplained_deletions(c, other, "return_" + c, "c")] == [1]

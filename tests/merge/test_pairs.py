@@ -145,3 +145,11 @@ def test_a_statement_is_no_definition_where_a_snippet_lacks_its_class():
               "    if (this.server) {\n      return new Promise<void>((resolve) => {\n        resolve();\n      });\n"
               "    }\n  }\n")
     assert "if" not in {d.name for d in snippet_definitions(update, "typescript", [])}
+
+
+def test_a_c_header_at_its_own_depth_until_the_body_opens_still_pairs_by_its_closing_line():
+    # GNU style: the return type on a line of its own, the name and `{` at the same depth. Shown with a
+    # marker inside and its `}`, it pairs with its namesake: the old `int` line is its first line, edited.
+    c = "int\nsum(int a, int b)\n{\n    int s = a + b;\n    return s;\n}\n\nint\nmain(void)\n{\n    return sum(1, 2);\n}\n"
+    update = "// ... existing code ...\n\nstatic int\nsum(int a, int b)\n{\n    // ... existing code ...\n}\n// ... existing code ...\n"
+    assert merge(c, update, "c").text == "static " + c
