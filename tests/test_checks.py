@@ -329,3 +329,14 @@ def test_each_hunk_of_a_snippet_with_markers_is_one_piece_of_the_result():
     # Without markers, two definitions shown whole may keep the code between them.
     whole = "void flush(Slirp *s)\n{\n    send(s);\n}\n\nvoid start(Slirp *s)\n{\n    next(s);\n}\n"
     assert not any("come apart" in p for p in problems(c, whole, c, "c"))
+
+
+def test_a_comment_line_the_original_has_is_never_a_note_whatever_it_says():
+    rust = ("struct Store {\n    /// Roots stay borrowed until this cache is dropped.\n    roots: Vec<Root>,\n}\n\n"
+            "impl Store {\n    fn cache(&self) -> &Cache {\n        &self.c\n    }\n}\n")
+    # It names `cache`, which the original defines and the snippet's code does not use: a deletion note's shape.
+    update = ("struct Store {\n    /// Roots stay borrowed until this cache is dropped.\n    roots: Vec<Root>,\n"
+              "    hits: u64,\n}\n// ... existing code ...\n")
+    assert deletion_notes(rust, update, "rust") == {}
+    result = rust.replace("    roots: Vec<Root>,\n", "    roots: Vec<Root>,\n    hits: u64,\n")
+    assert problems(rust, update, result, "rust") == []

@@ -109,9 +109,8 @@ def deletion_notes(original: str, update: str, language: str) -> dict[int, set[s
     are gone. A deletion note (`// removed deprecated foo() and bar()`) names code the original has and
     the snippet does not, outside comments (strings count: `AsyncFunction("getPermissionsAsync")`
     defines that name); one that names nothing of the kind (`# removed the old fallback`) and a change
-    note (`// changed: ...`) are notes by their form where the original does not have that comment
-    (an original's `// removed in v2` shown as context stays). A comment about code that is not there,
-    or still is, is an ordinary comment."""
+    note (`// changed: ...`) are notes by their form. A comment line the original has is never a note: it
+    is the file's own, shown as context (`// removed in v2`, `/// kept until this cache is dropped`)."""
     notes: dict[int, set[str]] = {}
     lines = update.split("\n")
     original_code = snippet_code = None
@@ -125,12 +124,13 @@ def deletion_notes(original: str, update: str, language: str) -> dict[int, set[s
             defined = _defined_names(original, language)
             original_lines = {o.strip() for o in original.split("\n")}
             around = _definitions_around_context(original, update, language)
+        if line.strip() in original_lines:
+            continue  # the file's own comment shown as context, whatever it says
         names = {m[0] for m in _NAME.finditer(body)
                  if (_CODE_NAME.search(m[0]) or body[m.end():m.end() + 2] == "()" or m[0] in defined)
                  and uses(original_code, m[0]) and not uses(snippet_code, m[0])
                  and m[0] not in around} if _NOTE.search(body) else set()
-        if names or line.strip() not in original_lines:
-            notes[n] = names
+        notes[n] = names
     return notes
 
 
