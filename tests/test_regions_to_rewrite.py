@@ -7,7 +7,7 @@ from apply_edit.request.apply import Applier
 from apply_edit.judging.decide import ApplyRefused
 from apply_edit.merge import merge, split_lines
 from apply_edit.judging.regions_to_rewrite import changed_regions, failing_regions, region_snippet, with_merges_blank_lines
-from apply_edit.request.runs import ApplyRequest, RegionRun
+from apply_edit.request.runs import ApplyOptions, ApplyRequest, RegionRun
 from conftest import TEST_MODEL
 
 
@@ -70,6 +70,31 @@ def test_a_region_the_target_cannot_read_within_the_bound_is_refused_before_any_
                                            r"its [\d,]+-token prompt alone takes about [\d.]+ s on this target"):
         run.result()
     assert target.calls == 0 and run.stats.regions_written == [] and run.outcome.path == "refused"
+
+
+def test_measuring_the_targets_pass_costs_the_first_time_is_not_the_applys_time():
+    import time
+
+    from apply_edit.engine.api import CostCurve
+    from apply_edit.models import FunctionModel
+    from conftest import EOS, ByteTokenizer
+
+    target = FunctionModel(lambda seq: [1.0 / (EOS + 1)] * (EOS + 1), eos=[EOS])
+    measured = []
+
+    def cost_curve():  # the first call measures (here: sleeps), later ones read the result
+        if not measured:
+            time.sleep(0.5)
+            measured.append(CostCurve({0: {0: 0.001}}, prefill={100: 0.001}))
+        return measured[0]
+
+    target.cost_curve = cost_curve
+    run = Applier(target, ByteTokenizer()).stream(ApplyRequest(ORIGINAL, UPDATE, language="javascript"),
+                                                  ApplyOptions(model_seconds=0.4))
+    assert isinstance(run, RegionRun)
+    with pytest.raises(ApplyRefused) as refused:  # the uniform target writes nothing that passes
+        run.result()
+    assert "not started" not in str(refused.value) and target.calls > 0  # before: refused unread, 0.5 > 0.4 s
 
 
 @pytest.mark.model
