@@ -55,31 +55,6 @@ def run(model_text: str, update: str = UPDATE, instruction: str = "",
     return apply_run, blocks, pieces
 
 
-def test_a_sound_merge_that_the_model_reproduces():
-    assert merge(ORIGINAL, UPDATE, "python").report.confident
-    r, blocks, pieces = run(MERGED)
-    assert r.text == "".join(pieces) == MERGED
-    assert (r.outcome.path, r.stats.path, r.stats.disagreement_line) == ("model+merge", "model+merge", 0)
-
-
-def test_a_sound_merge_stops_the_model_where_it_departs_and_streams_the_rest():
-    wrong = MERGED.replace("def main():\n    print(area(2, 3))\n", "# ... existing code ...\n")
-    r, blocks, pieces = run(wrong)
-    assert r.text == "".join(pieces) == MERGED  # what was sent before the departure was the merge's start
-    assert r.outcome.path == "merge" and r.outcome.disagreement_line == 8
-    assert blocks.closed and blocks.read < len(blocks.blocks)  # decoding stopped early
-
-
-def test_a_sound_merge_is_the_answer_even_when_unsure_and_the_model_disagrees():
-    update = "# ... existing code ...\ndef cube(x):\n    return x ** 3\n# ... existing code ...\n"
-    candidate = merge(ORIGINAL, update, "python")
-    assert not candidate.report.confident  # new code between markers: where exactly?
-    model = ORIGINAL.replace("\n\ndef main", "\n\ndef cube(x):\n    return x ** 3\n\n\ndef main")
-    r, _, pieces = run(model, update)
-    assert r.text == "".join(pieces) == candidate.text and r.outcome.path == "merge"
-    assert "without full certainty" in r.outcome.reason
-
-
 def test_the_checked_pipeline_answers_a_sound_merge_without_the_model():
     candidate = merge(ORIGINAL, UPDATE, "python")
     r = ApplyRun.sound_merge(Judge(ORIGINAL, UPDATE, "python", candidate), ApplyStats(), 0.0)

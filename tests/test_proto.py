@@ -35,7 +35,7 @@ def test_the_regions_the_model_wrote_and_the_target_s_verdicts_reach_a_grpc_clie
     from apply_edit.faces.service.servicer import stats_message
 
     stats = ApplyStats(method="spec", path="merge+model",
-                       regions_written=["lines 41-62 (original 41-61): 121 tokens written in 5.1 s"],
+                       regions_written=["wrote lines 41-62 (original 41-61): 121 tokens in 5.1 s"],
                        verdicts=["kept the old line: 9.2 nats"])
     message = pb.Stats.FromString(stats_message(stats, "qwen").SerializeToString())
     client = RemoteRun.__new__(RemoteRun)  # its reading of the final message, without a server

@@ -181,8 +181,8 @@ def test_prompt_lookup_baseline_runs_on_the_same_model(applier):
 
 def test_a_sound_merge_is_the_answer_whatever_the_model_does(applier):
     """smollm2 cannot apply this edit itself; the merge passes the checks, so it is the answer: by
-    default at once, with no target pass; with `--pipeline verify` streamed as the model verifies it,
-    the rest at once where the model departs."""
+    default at once, with no target pass; with `--pipeline verify` streamed as the model reads the region
+    the merge changed, from its window, and says where it departs."""
     case = load_case(FIXTURES / "py_add_method")
     run = applier.stream(case.request(), ApplyOptions())
     assert run.result() == case.expected and run.stats.path == "merge" and run.stats.decode.target_passes == 0
@@ -190,8 +190,10 @@ def test_a_sound_merge_is_the_answer_whatever_the_model_does(applier):
     pieces = list(run)
     assert run.text == "".join(pieces) == case.expected
     assert run.outcome.path in ("merge", "model+merge") and run.stats.path == run.outcome.path
+    (read,) = run.stats.regions_written  # one region, read with a prompt of its window, not the file
+    assert read.startswith("read lines ") and run.model_text
     if run.outcome.path == "merge":
-        assert run.stats.disagreement_line >= 1 and run.model_text != case.expected
+        assert run.stats.disagreement_line >= 1 and read.endswith(f"line {run.stats.disagreement_line}")
 
 
 def test_the_default_never_hands_back_a_result_that_fails_the_checks(applier):

@@ -12,6 +12,8 @@ from apply_edit.request.apply import Applier
 from apply_edit.request.runs import ApplyOptions
 from apply_edit.faces.cases import load_case
 from apply_edit.judging.decide import ApplyRefused
+from apply_edit.judging.regions_to_rewrite import changed_regions
+from apply_edit.merge import split_lines
 from apply_edit.models import FunctionModel
 from conftest import EOS, FIXTURES, ByteTokenizer
 
@@ -51,8 +53,27 @@ def test_the_models_answer_streams_through_and_copy_drafting_saves_passes():
 
 def test_the_judged_pipelines_on_a_function_target():
     case = load_case(FIXTURES / "py_add_method")
-    verified = applier(case.expected).stream(case.request(), ApplyOptions(pipeline="verify"))
-    assert verified.result() == case.expected and verified.outcome.path == "model+merge"
+    # verify: the target reads each region the merge changed, from its window, and answers it.
+    candidate = case.request().judge.candidate
+    (region,) = changed_regions(candidate)
+    merged = split_lines(candidate.text)
+    ours = "".join(merged[region.start:region.end])
+    verified = applier(ours).stream(case.request(), ApplyOptions(pipeline="verify"))
+    pieces = list(verified)
+    assert "".join(pieces) == verified.text == case.expected and verified.outcome.path == "model+merge"
+    assert len(verified.stats.regions_written) == 1
+    assert verified.stats.regions_written[0].startswith(f"read {region.describe()}: ")
+    assert verified.stats.regions_written[0].endswith(", the merge's text")
+    assert verified.outcome.reason.endswith("passes the checks; the target read 1 of the 1 region(s) it changed "
+                                            "and wrote the merge's text in 1")
+    # A target that writes another line of the new method: the answer is still the merge, with where it
+    # departed (the region's unchanged first lines are given to it, not written).
+    line = next(n for n in range(region.start, region.end) if "expired = [" in merged[n])
+    other = ours.replace(merged[line], "        expired = []  # not the merge's line\n", 1)
+    departed = applier(other).stream(case.request(), ApplyOptions(pipeline="verify"))
+    assert departed.result() == case.expected and departed.outcome.path == "merge"
+    assert departed.stats.disagreement_line == line + 1
+    assert departed.stats.regions_written[0].endswith(f"departed from the merge at line {line + 1}")
     # The merge is sound, so the default answers without running the target at all.
     default = applier(case.expected).stream(case.request())
     assert default.result() == case.expected and default.outcome.path == "merge"

@@ -170,15 +170,16 @@ def cmd_apply(args) -> int:
     for verdict in stats.verdicts:
         _log(f"target: {verdict}")
     for region in stats.regions_written:
-        _log(f"target wrote {region}")
+        _log(f"target {region}")
     engine = stats.decode
-    if stats.path == "merge" and not engine.target_passes:
+    if stats.path == "merge" and not engine.target_passes and not stats.regions_written:
         _log(f"answered by the merge in {stats.total_s:.2f}s; the model did not run")
     elif stats.readings_weighed and not engine.target_passes:
         _log(f"the target read {stats.arbiter_tokens} tokens in {stats.arbiter_s:.2f}s to decide what the merge left "
              f"open; {stats.total_s:.2f}s in all")
     elif stats.regions_written and not engine.target_passes:  # each region's own counts are on its line
-        _log(f"the target wrote the {len(stats.regions_written)} region(s) the merge failed in; "
+        verb, which = ("read", "changed") if stats.path in ("merge", "model+merge") else ("wrote", "failed in")
+        _log(f"the target {verb} the {len(stats.regions_written)} region(s) the merge {which}; "
              f"{stats.total_s:.2f}s in all")
     else:
         _log(f"{stats.method}: {engine.new_tokens} tokens in {stats.total_s:.2f}s (first text after "

@@ -3,9 +3,9 @@
 The rule (`ApplyRun` applies it):
 1. When the merge passes every check (`checks.py`), the text is the merge (path `merge`). The default
    `checked` pipeline hands it back at once without running the model; the `verify` pipeline streams it
-   as the model verifies it, and where the model first disagrees, decoding stops and the rest of the
-   merge follows (path `merge`, with the line of disagreement); where the model writes it to the end,
-   path `model+merge`. The merge's report (confident or not) goes into the reason.
+   as the model reads each region the merge changed (`request.VerifiedRegionsRun`): path `model+merge`
+   where the model wrote the merge's text in every one, else `merge` with the first line where it
+   departed. The merge's report (confident or not) goes into the reason.
 2. Otherwise (the merge is unsound) the model writes its own output, streamed as verified, and it is
    handed back when it passes every check (path `model`).
 3. Otherwise nothing: the apply is refused with the checks' reasons. The model is stopped as soon as a
@@ -107,7 +107,7 @@ class Judge:
         notes = deletion_notes(self.original, self.update, self.language)
         return LineChecks(self.original, self.update, self.language, self.instruction, notes)
 
-    def _sureness(self) -> str:
+    def sureness(self) -> str:
         """How sure the merge is, with the first reading it chose where it is not (`MergeReport.readings`)."""
         report = self.candidate.report
         if self.alignment_problems:
@@ -122,18 +122,11 @@ class Judge:
         if not self.merge_sound:
             return Outcome("refused", "no sound result without the model: the merge " + "; ".join(self.merge_problems),
                            problems={"merge": self.merge_problems})
-        return Outcome("merge", f"the merge ({self._sureness()}) passes the checks")
+        return Outcome("merge", f"the merge ({self.sureness()}) passes the checks")
 
-    def after_model(self, model_text: str, finished: bool) -> Outcome:
-        """The outcome once the model has stopped: `finished` when it wrote its whole answer."""
+    def after_model(self, model_text: str) -> Outcome:
+        """The outcome once the model has written its whole answer, where the merge fails the checks."""
         merge_text = self.candidate.text
-        if self.merge_sound:
-            sure = self._sureness()
-            if finished and model_text == merge_text:
-                return Outcome("model+merge", f"the model reproduced the merge ({sure})")
-            line = first_difference_line(merge_text, model_text)
-            return Outcome("merge", f"the merge ({sure}) passes the checks; the model departed from it at line "
-                                    f"{line}", disagreement_line=line)
         model_problems = self.problems_of(model_text)
         found = {"model": model_problems, "merge": self.merge_problems}
         line = first_difference_line(merge_text, model_text)

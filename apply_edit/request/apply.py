@@ -31,7 +31,7 @@ from ..models.threads import choose_threads
 from ..judging.prompting import FORMATS, IncrementalDetokenizer, OutputExtractor, Prompt, PromptFormat, TextStop, build_prompt
 from ..judging.regions_to_rewrite import changed_regions, failing_regions
 from .runs import (ApplyError, ApplyOptions, ApplyRequest, ApplyRun, ApplyStats, ArbitratedRun, NoPrefixStore,
-                      RegionRun, merge_answer)
+                      RegionRun, VerifiedRegionsRun, merge_answer)
 from ..engine.sampling import Sampling
 
 
@@ -107,9 +107,10 @@ class Applier:
             n += 1
         return n
 
-    def plan(self, request: ApplyRequest, options: ApplyOptions, proposer=None) -> RequestPlan:
+    def plan(self, request: ApplyRequest, options: ApplyOptions, proposer=None, answer_start: str = "") -> RequestPlan:
         """Build a request's inputs once: the merge where it is needed, the prompt, the token ids, the
-        drafting plan. `proposer` replaces the copy drafter (the bench's oracle uses it)."""
+        drafting plan. `proposer` replaces the copy drafter (the bench's oracle uses it); `answer_start`:
+        the first lines of the answer, known already, pre-filled after the prompt's own answer opening."""
         options.validate()
         request.validate()
         fmt = FORMATS[options.prompt_format]
@@ -122,6 +123,7 @@ class Applier:
         merge_s = time.perf_counter() - start if drafts_from_merge else 0.0  # part of the drafting plan's cost
         prompt = build_prompt(self.tokenizer, fmt, request.original, request.update, request.instruction,
                               request.language_resolved, candidate.text if candidate else None)
+        prompt = Prompt(prompt.text + answer_start, prompt.documents)
         prompt_ids = self._encode(prompt.text)
         original_tokens, update_ids = token_lines(self.tokenizer, request.original), self._encode(request.update)
         max_new = options.max_new_tokens or len(original_tokens.ids) + len(update_ids) + 64
@@ -143,10 +145,10 @@ class Applier:
                            self._shared_start(prompt, prompt_ids))
 
     def stream(self, request: ApplyRequest, options: ApplyOptions | None = None, proposer=None) -> ApplyRun:
-        """Start an apply: the merge's answer where it is sound (the `checked` pipeline; the target decides
-        the readings it leaves open), else the model's regions where the merge fails in regions of its own,
-        else the model's run on the request's plan. `proposer` replaces the copy drafter (the bench's
-        oracle uses it)."""
+        """Start an apply: the merge's answer where it is sound (the `checked` pipeline: the target decides
+        the readings it leaves open; `verify`: the target reads each region it changed, for the report),
+        else the model's regions where the merge fails in regions of its own, else the model's run on the
+        request's plan. `proposer` replaces the copy drafter (the bench's oracle uses it)."""
         start = time.perf_counter()
         options = options or ApplyOptions()
         if (answer := merge_answer(request, options)) is not None:
@@ -157,12 +159,16 @@ class Applier:
             before = time.perf_counter()
             self.cost_curve()
             start += time.perf_counter() - before
-        checked = options.judged and options.pipeline == "checked" and proposer is None
-        if checked and request.judge.merge_sound:
-            return ArbitratedRun(self, request, ApplyStats(method=options.method), start)
-        if checked and (regions := failing_regions(request.original, request.update, request.language_resolved,
-                                                   request.instruction, request.merged,
-                                                   changed_regions(request.merged))):
+        if options.judged and request.judge.merge_sound:  # the answer is the merge: no proposer drafts it
+            if options.pipeline == "checked":
+                return ArbitratedRun(self, request, ApplyStats(method=options.method), start)
+            # verify: the target reads the regions the merge changed, each from its window (a region's cost,
+            # not the file's), for the report.
+            return VerifiedRegionsRun(self, request, changed_regions(request.judge.candidate), options,
+                                      ApplyStats(method=options.method), start)
+        if options.judged and proposer is None and (
+                regions := failing_regions(request.original, request.update, request.language_resolved,
+                                           request.instruction, request.merged, changed_regions(request.merged))):
             # The merge's failures sit in regions of their own: the target writes those, each from a window
             # of the original, and the rest is the merge's. It costs a region's time, not the file's (the
             # whole file's prompt alone outlasts the 15 s bound past a few hundred lines on a 2-core CPU),

@@ -36,9 +36,10 @@ DRAFTING = ("merge", "copy")
 # probability >= typical_threshold (faster, NOT the target's output; greedy only).
 ACCEPTANCE = ("exact", "typical")
 # checked: a merge that passes the checks is the answer at once, the model is not run; otherwise the model
-# writes and its output is judged by the checks, and refused when it fails them (decide.py). verify: the
-# same answers, but the model also reads a sound merge and says where it departs (a whole decode, for the
-# report only). merge: the merge where it passes the checks (its own reading of what it leaves open),
+# writes and its output is judged by the checks, and refused when it fails them (decide.py). verify: as
+# checked, but a sound merge is the answer with its own reading of what it leaves open, and the model reads
+# each region it changed and says where it departs (for the report only; `VerifiedRegionsRun`).
+# merge: the merge where it passes the checks (its own reading of what it leaves open),
 # else refused; the model never runs. model: the model's own output, unjudged (spec == plain greedy holds).
 PIPELINES = ("checked", "verify", "merge", "model")
 
@@ -147,7 +148,8 @@ class ApplyStats:
     arbiter_tokens: int = 0  # prompt and answer tokens it read for them
     arbiter_s: float = 0.0
     verdicts: list[str] = field(default_factory=list)  # per reading weighed: what, which way, log odds
-    regions_written: list[str] = field(default_factory=list)  # per region the target rewrote: where, tokens, time
+    # Per region the target wrote (where the merge failed) or read (`verify`): where, tokens, time, verdict.
+    regions_written: list[str] = field(default_factory=list)
     ttft_s: float = 0.0  # from the request's start to its first text
     total_s: float = 0.0  # from the request's start to its end
     decode: DecodeStats = field(default_factory=DecodeStats)
@@ -243,28 +245,9 @@ class ApplyRun:
                 self.stats.total_s = time.perf_counter() - self._start
                 raise ApplyRefused(self.outcome.reason)
             yield from self._emit(self._judge.candidate.text)
-        elif self._judge.merge_sound:
-            yield from self._verify_merge(self._judge)
-        else:
+        else:  # the merge fails the checks (`Applier.stream` runs the sound merges' pipelines apart)
             yield from self._model_then_judge(self._judge)
         self.stats.total_s = time.perf_counter() - self._start
-
-    def _verify_merge(self, judge: Judge) -> Iterator[str]:
-        """The merge is the answer: stream it as the model verifies it, stop the model where it departs."""
-        merge_text = judge.candidate.text
-        pieces = self._pieces()
-        finished = True
-        for piece in pieces:
-            self.model_text += piece
-            if not merge_text.startswith(self.model_text):
-                finished = False
-                pieces.close()
-                break
-            yield from self._emit(piece)
-        if self.cancelled:
-            return
-        self._decide(judge.after_model(self.model_text, finished))
-        yield from self._emit(merge_text[len(self.text):])
 
     def _model_then_judge(self, judge: Judge) -> Iterator[str]:
         if self.foreseen_late:
@@ -291,7 +274,7 @@ class ApplyRun:
             outcome = self._decide(judge.late(self.model_text, self.model_seconds))
         else:
             outcome = self._decide(judge.stopped(self.model_text, by_line.problems()) if stopped
-                                   else judge.after_model(self.model_text, True))
+                                   else judge.after_model(self.model_text))
         if outcome.path == "refused":
             self.stats.total_s = time.perf_counter() - self._start
             raise ApplyRefused(outcome.reason)
@@ -357,6 +340,8 @@ class RegionRun(ApplyRun):
     put back the window's lines it wrote a marker for); the file must pass every check and be done within
     `model_seconds`, or the iteration raises `ApplyRefused`."""
 
+    VERB = "wrote"  # what the target did with a region, in `ApplyStats.regions_written`
+
     def __init__(self, applier: Applier, request: ApplyRequest, regions: list[Region], options: ApplyOptions,
                  stats: ApplyStats, start: float):
         super().__init__((block for block in ()), None, None, stats, start, candidate=request.judge.candidate.text,
@@ -372,42 +357,59 @@ class RegionRun(ApplyRun):
         self.stats.total_s = time.perf_counter() - self._start
         raise ApplyRefused(self.outcome.reason)
 
-    def _rewrite(self, region: Region, merged: list[str]) -> str:
+    def _rewrite(self, region: Region, merged: list[str], verifying: bool = False) -> str:
         """The target's text for one region; refuses when out of time. Where the target copies a marker
         line of the snippet (it writes `// ... existing code ...` for the window's lines it did not copy),
-        its text is read as a snippet of the window: the merge puts those lines back."""
+        its text is read as a snippet of the window: the merge puts those lines back. `verifying`: its raw
+        text, stopped where it departs from the merge's there, with the window's first lines (unchanged by
+        the merge) given as the answer's start: the target reads from the change on (left to write them,
+        it drops a window's first lines that begin inside a block: py_add_method). Given to a rewrite, on
+        the corpus the target's regions closed early and passed the checks less often: not there."""
         request = self._request
-        original = "".join(split_lines(request.original)[region.original_start:region.original_end])
+        orig = split_lines(request.original)
+        original = "".join(orig[region.original_start:region.original_end])
         window = ApplyRequest(original, region_snippet(request.update, merged[region.start:region.end]),
                               request.instruction, request.language_resolved)
+        origin, n = self._judge.candidate.origin, 0
+        while verifying and n < region.end - region.start - 1 and origin[region.start + n] == region.original_start + n:
+            n += 1
+        # Without its last newline: the target's next token may hold that newline with what follows
+        # (`\n\n`, `\n    `), which a given line break would split where it never does itself.
+        lead = "".join(merged[region.start:region.start + n])[:-1]
         began = time.perf_counter()
         try:
-            plan = self._applier.plan(window, self._options)
+            plan = self._applier.plan(window, self._options, answer_start=lead)
         except ApplyError as exc:
             self._refuse(f"the target could not rewrite {region.describe()}: {exc}")
         if why := self._applier.too_slow(plan.prompt_ids, self.model_seconds, self._start):
             self._refuse(f"the target's rewrite of {region.describe()} (not started: {why})")
         run = self._applier.run(plan)
-        late, text = False, ""
+        late, text, ours = False, lead, "".join(merged[region.start:region.end])
         try:
             for piece in run:
                 text += piece
                 self.model_text += piece
-                if self.cancelled:
-                    return text
+                if self.cancelled or (verifying and not ours.startswith(text)):
+                    break
                 if late := self.model_seconds is not None and time.perf_counter() - self._start > self.model_seconds:
                     break
         finally:
             run.close()
+        if self.cancelled:
+            return text
+        if lead and text == lead and not late:  # closed right after the given lines: their last one ends
+            text += "\n"
         self.stats.prompt_tokens += run.stats.prompt_tokens
-        self.stats.regions_written.append(f"{region.describe()}: {len(run.tokens)} tokens written in "
+        self.stats.regions_written.append(f"{self.VERB} {region.describe()}: {len(run.tokens)} tokens in "
                                           f"{time.perf_counter() - began:.1f} s")
         if late:
             self._refuse(f"the target's rewrite of {region.describe()} was not finished within "
                          f"{self.model_seconds:g} s")
+        if verifying:
+            return text
         if any(is_marker(line) and line not in original for line in split_lines(text)):  # not the file's own
             text = merge(original, text, request.language_resolved).text
-        return with_merges_blank_lines(text, "".join(merged[region.start:region.end]))
+        return with_merges_blank_lines(text, ours)
 
     def __iter__(self) -> Iterator[str]:
         judge = self._judge
@@ -426,7 +428,7 @@ class RegionRun(ApplyRun):
         if problems := judge.problems_of(self.text):
             self._refuse("the file with the target's regions " + "; ".join(problems))
         self._decide(Outcome("merge+model", "the merge fails the checks (" + "; ".join(judge.merge_problems)
-                                            + "); the target rewrote " + "; ".join(self.stats.regions_written)
+                                            + "); the target " + "; ".join(self.stats.regions_written)
                                             + ", and the file passes them",
                              first_difference_line(judge.candidate.text, self.text)))
         self.stats.total_s = time.perf_counter() - self._start
@@ -455,3 +457,60 @@ def merge_answer(request: ApplyRequest, options: ApplyOptions) -> ApplyRun | Non
         return None
     return ApplyRun.sound_merge(request.judge, ApplyStats(method=options.method, plan_s=time.perf_counter() - start),
                                 start)
+
+
+class _Unread(Exception):
+    """A region the target could not read (out of time, or no room for its prompt): the reason."""
+
+
+class VerifiedRegionsRun(RegionRun):
+    """The `verify` pipeline where the merge passes the checks: the target reads each region the merge
+    changed, from the window a region rewrite has (`regions_to_rewrite.py`), and writes it as it would
+    there; the answer is the merge's text whatever it writes, so a file of any length costs its regions.
+    The merge's text streams in file order, each region once the target has read it; per region the stats
+    say whether the target wrote the merge's text there or where it departed, its tokens and time. Regions
+    left when `model_seconds` runs out are reported unread."""
+
+    VERB = "read"
+
+    def __init__(self, applier: Applier, request: ApplyRequest, regions: list[Region], options: ApplyOptions,
+                 stats: ApplyStats, start: float):
+        super().__init__(applier, request, regions, options, stats, start)
+        self._options = replace(options, pipeline="model")  # a bound on what it writes holds per region
+
+    def _refuse(self, reason: str) -> None:
+        raise _Unread(reason)
+
+    def __iter__(self) -> Iterator[str]:
+        judge = self._judge
+        self.stats.merge_confident = judge.candidate.report.confident
+        merged, done = split_lines(judge.candidate.text), 0
+        departed, agreed, unread = None, 0, []
+        for region in self._regions:
+            yield from self._emit("".join(merged[done:region.start]))
+            ours = "".join(merged[region.start:region.end])
+            try:
+                theirs = self._rewrite(region, merged, verifying=True)
+            except _Unread as why:
+                unread.append(f"{region.describe()} ({why})")
+                theirs = None
+            if self.cancelled:
+                return
+            if theirs == ours:
+                agreed += 1
+                self.stats.regions_written[-1] += ", the merge's text"
+            elif theirs is not None:
+                line = region.start + first_difference_line(ours, theirs)
+                departed = departed or line
+                self.stats.regions_written[-1] += f", departed from the merge at line {line}"
+            yield from self._emit(ours)
+            done = region.end
+        yield from self._emit("".join(merged[done:]))
+        read = len(self._regions) - len(unread)
+        reason = (f"the merge ({judge.sureness()}) passes the checks; the target read {read} of the "
+                  f"{len(self._regions)} region(s) it changed and wrote the merge's text in {agreed}")
+        if unread:
+            reason += "; not read: " + "; ".join(unread)
+        path = "model+merge" if agreed == len(self._regions) and self._regions else "merge"
+        self._decide(Outcome(path, reason, departed))
+        self.stats.total_s = time.perf_counter() - self._start
