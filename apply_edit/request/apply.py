@@ -153,15 +153,16 @@ class Applier:
         options = options or ApplyOptions()
         if (answer := merge_answer(request, options)) is not None:
             return answer
+        sound = options.judged and request.judge.merge_sound  # the answer is the merge: no proposer drafts it
+        if sound and options.pipeline == "checked":  # the arbiter's bound is in tokens, not seconds
+            return ArbitratedRun(self, request, ApplyStats(method=options.method), start)
         if options.judged and options.model_seconds is not None:
             # The bound is the apply's; measuring a model's pass costs (once per model and dtype, the first
             # time on a machine: ~15 s) is the model's setup, as loading it is, and does not count.
             before = time.perf_counter()
             self.cost_curve()
             start += time.perf_counter() - before
-        if options.judged and request.judge.merge_sound:  # the answer is the merge: no proposer drafts it
-            if options.pipeline == "checked":
-                return ArbitratedRun(self, request, ApplyStats(method=options.method), start)
+        if sound:
             # verify: the target reads the regions the merge changed, each from its window (a region's cost,
             # not the file's), for the report.
             return VerifiedRegionsRun(self, request, changed_regions(request.judge.candidate), options,

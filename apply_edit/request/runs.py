@@ -366,8 +366,7 @@ class RegionRun(ApplyRun):
         it drops a window's first lines that begin inside a block: py_add_method). Given to a rewrite, on
         the corpus the target's regions closed early and passed the checks less often: not there."""
         request = self._request
-        orig = split_lines(request.original)
-        original = "".join(orig[region.original_start:region.original_end])
+        original = "".join(split_lines(request.original)[region.original_start:region.original_end])
         window = ApplyRequest(original, region_snippet(request.update, merged[region.start:region.end]),
                               request.instruction, request.language_resolved)
         origin, n = self._judge.candidate.origin, 0
