@@ -13,6 +13,7 @@ from pathlib import Path
 from ..request.runs import ACCEPTANCE, DRAFTING, METHODS, PIPELINES, ApplyError, ApplyOptions, ApplyRequest, merge_answer
 from ..judging.decide import ApplyRefused
 from ..judging.prompting import DEFAULT_FORMAT, FORMATS
+from ..models.target import TargetUnavailable
 
 
 class CliError(Exception):
@@ -36,11 +37,29 @@ def _load_applier(args):
     from ..models.transformers_target import TransformersTarget
 
     _quiet_transformers()
+    if args.target:
+        return Applier(_remote_target(args))
     choose_threads()
     t0 = time.perf_counter()
     target = TransformersTarget.load(args.model, dtype=args.dtype, log=_log)
     _log(f"model {args.model} ({str(target.dtype).replace('torch.', '')}) loaded in {time.perf_counter() - t0:.1f}s")
     return Applier(target)
+
+
+def _remote_target(args):
+    """The target on the engine at --target, serving --model's weights (whose tokenizer is read here)."""
+    from ..models.remote import Endpoint, RemoteTarget, read_api_key
+
+    try:
+        endpoint = Endpoint(args.target, args.target_model or args.model, read_api_key(args.target_token_file),
+                            args.target_timeout)
+    except OSError as exc:
+        raise CliError(f"cannot read --target-token-file: {exc}")
+    t0 = time.perf_counter()
+    target = RemoteTarget.connect(endpoint, args.model, log=_log)
+    _log(f"target {endpoint.model} on {endpoint.url} (context {target.context_limit()}) reached in "
+         f"{time.perf_counter() - t0:.1f}s")
+    return target
 
 
 def _options(args, method: str | None = None) -> ApplyOptions:
@@ -310,8 +329,12 @@ def cmd_serve(args) -> int:
         _log(f"warning: no --token-file: anyone who can reach {args.host}:{port} can use this server")
     if args.metrics_port:
         _log(f"metrics on http://{args.metrics_host}:{args.metrics_port}/metrics")
-    server.load_model()
-    _log(f"model {args.model} loaded; SERVING")
+    try:
+        server.load_model(_remote_target(args) if args.target else None)
+    except TargetUnavailable as exc:
+        server.stop(0)
+        raise CliError(str(exc))
+    _log(f"model {args.model}{f' on {args.target}' if args.target else ''} loaded; SERVING")
     server.wait()
     _log("stopped")
     return 0
@@ -388,6 +411,15 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"registered name or local path (default {DEFAULT_MODEL})")
     p.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp32"],
                    help="auto: bf16 where the CPU has AMX/avx512_bf16, else fp32")
+    p.add_argument("--target", metavar="URL",
+                   help="run the model on a serving engine's OpenAI-compatible API (e.g. vLLM's "
+                        "http://host:8000/v1) instead of here; --model names the weights it serves (their "
+                        "tokenizer is read here); greedy only")
+    p.add_argument("--target-model", metavar="NAME", help="with --target: the name the engine serves the model "
+                                                           "under (default: --model)")
+    p.add_argument("--target-token-file", metavar="FILE", help="with --target: the engine's bearer token in FILE")
+    p.add_argument("--target-timeout", type=float, default=120.0, metavar="S",
+                   help="with --target: seconds one engine request may take (default 120)")
     p.add_argument("--k", type=int, default=ApplyOptions.k, help="most tokens drafted per target pass")
     p.add_argument("--max-new-tokens", type=int, default=None)
     p.add_argument("--prompt-format", default=DEFAULT_FORMAT, choices=sorted(FORMATS))
@@ -538,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (CliError, ApplyError, ValueError, ProvisioningError) as exc:
+    except (CliError, ApplyError, ValueError, ProvisioningError, TargetUnavailable) as exc:
         _log(f"apply-edit: error: {exc}")
         return 1
     except KeyboardInterrupt:

@@ -36,13 +36,14 @@ def measure_cost(target, contexts=COST_CONTEXTS, ks=(0, 1, 4, 16, 32, 64), repea
     return CostCurve(points, prefill)
 
 
-def cached_cost(target, cache_file: Path) -> CostCurve:
-    """The cost curve for this model and dtype, measured once and kept in `cache_file` (measured again
-    where the file holds only the passes' costs, as it did before prompts' reading times were kept)."""
+def cached_cost(target, cache_file: Path, **measure) -> CostCurve:
+    """The cost curve for this model and dtype, measured once (`measure_cost`, with `measure`'s arguments)
+    and kept in `cache_file` (measured again where the file holds only the passes' costs, as it did before
+    prompts' reading times were kept)."""
     if cache_file.exists() and "passes" in (raw := json.loads(cache_file.read_text())):
         return CostCurve({int(c): {int(k): v for k, v in by_k.items()} for c, by_k in raw["passes"].items()},
                          {int(c): v for c, v in raw["prefill"].items()})
-    curve = measure_cost(target)
+    curve = measure_cost(target, **measure)
     cache_file.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(cache_file, json.dumps({"passes": curve.points, "prefill": curve.prefill}, indent=1))
     return curve

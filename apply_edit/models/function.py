@@ -17,6 +17,8 @@ class FunctionModel:
     request path runs on it without a model.
     """
 
+    full_rows = True
+
     def __init__(self, fn: Callable[[list[int]], Sequence[float]], eos: Sequence[int] = ()):
         self.fn = fn
         self.calls = 0

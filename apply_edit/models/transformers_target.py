@@ -70,6 +70,8 @@ class TransformersTarget:
     apply to it shares), so that the store can hold all of a shared start.
     """
 
+    full_rows = True
+
     def __init__(self, model, tokenizer, name: str = ""):
         self.model = model.eval()
         self.tokenizer = tokenizer

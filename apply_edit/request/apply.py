@@ -193,6 +193,9 @@ class Applier:
                                           stats.decode, self._holding_model())
         else:
             typical = options.typical_threshold if options.acceptance == "typical" else None
+            if not self.target.full_rows and (options.temperature > 0 or typical is not None):
+                raise ApplyError("this target reports only the tokens that decide greedy decoding (a serving "
+                                 "engine): sampling and typical acceptance need its whole distribution")
             bound = options.model_seconds if plan.judge is not None else None
             blocks = self.decode(plan.prompt_ids, plan.proposer, self._draft_length(options, plan.drafting),
                                  plan.max_new, Sampling(options.temperature, options.top_p, options.seed),

@@ -44,6 +44,7 @@ from ...request.chat import ChatOptions, stream_chat
 from ...judging.decide import ApplyRefused
 from ...code.languages import KNOWN_LANGUAGES
 from ...judging.prompting import text_bytes
+from ...models.target import TargetTimeout, TargetUnavailable
 from ...code.regions import language_for
 from .core import Busy, ClientGone, ModelService, NotReady
 from .metrics import size_class
@@ -556,4 +557,9 @@ def _as_http(exc: BaseException) -> HttpError:
         return HttpError(503, str(exc), "server_error", "loading", headers={"Retry-After": "5"}, metric="UNAVAILABLE")
     if isinstance(exc, ClientGone):
         return HttpError(499, "the client went away", "invalid_request_error", "cancelled", metric="CANCELLED")
+    if isinstance(exc, TargetTimeout):
+        return HttpError(504, str(exc), "timeout_error", "model_timeout", metric="DEADLINE_EXCEEDED")
+    if isinstance(exc, TargetUnavailable):
+        return HttpError(503, str(exc), "server_error", "model_unavailable", headers={"Retry-After": "5"},
+                         metric="UNAVAILABLE")
     return HttpError(500, f"apply failed: {type(exc).__name__}: {exc}", "server_error", "internal", metric="INTERNAL")

@@ -26,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 from ...request.apply import Applier
 from ...request.runs import ApplyOptions
 from ...models.threads import choose_threads
+from ...models.target import Target
 from ...models.transformers_target import TransformersTarget
 from .client import keepalive_options
 from .core import ModelService
@@ -128,7 +129,8 @@ class ApplyServer:
         self._http_thread.start()
         return sock.getsockname()[1]
 
-    def load_model(self, target: TransformersTarget | None = None) -> None:
+    def load_model(self, target: Target | None = None) -> None:
+        """Load the model here (or take `target`: a loaded one, or one on a serving engine) and serve."""
         if target is None:
             choose_threads()
             # A server starts rarely and runs long: every cached weight file is re-hashed before serving.

@@ -12,6 +12,7 @@ from ...request.runs import METHODS, ApplyError, ApplyOptions, ApplyRequest, App
 from ...judging.decide import ApplyRefused
 from ...code.languages import KNOWN_LANGUAGES, language_of
 from ...judging.prompting import text_bytes
+from ...models.target import TargetTimeout, TargetUnavailable
 from ...v1 import apply_edit_pb2 as pb
 from .core import Busy, ClientGone, ModelService, NotReady
 from .metrics import size_class
@@ -153,6 +154,12 @@ class ApplyEditServicer:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except ClientGone:
             status = "CANCELLED"
+        except TargetTimeout as exc:
+            status = "DEADLINE_EXCEEDED"
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, str(exc))
+        except TargetUnavailable as exc:
+            status = "UNAVAILABLE"
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         except Exception as exc:  # never let one request take the server down
             status = "INTERNAL"
             context.abort(grpc.StatusCode.INTERNAL, f"{what.removesuffix('Request')} failed: {type(exc).__name__}: {exc}")
