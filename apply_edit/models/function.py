@@ -18,6 +18,7 @@ class FunctionModel:
     """
 
     full_rows = True
+    engine_decodes = False
 
     def __init__(self, fn: Callable[[list[int]], Sequence[float]], eos: Sequence[int] = ()):
         self.fn = fn

@@ -37,14 +37,15 @@ import math
 import socket
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 from urllib.parse import urlsplit
 
 import torch
 
-from ..engine.api import CostCurve, Interrupted
+from ..engine.api import BlockRecord, CostCurve, DecodeStats, Interrupted
 from .cost import cached_cost
 from .registry import cache_root
 from .target import TargetTimeout, TargetUnavailable
@@ -114,8 +115,11 @@ class RemoteTarget:
     prefix_cache = None  # the engine keeps prefixes; nothing is stored here
     reused = 0
 
-    def __init__(self, endpoint: Endpoint, tokenizer, eos: set[int], vocab: int):
+    def __init__(self, endpoint: Endpoint, tokenizer, eos: set[int], vocab: int, engine_decodes: bool = True):
         self.endpoint = endpoint
+        # The engine writes greedy text itself (`generate`), with its own speculation where it has one; False:
+        # this side's copy drafts, each block verified by one `logits` request. See DRAFTING for which is faster.
+        self.engine_decodes = engine_decodes
         self.tokenizer = tokenizer
         self.name = endpoint.model
         self.vocab = vocab
@@ -128,7 +132,7 @@ class RemoteTarget:
         self._local = threading.local()  # one keep-alive connection per thread
 
     @classmethod
-    def connect(cls, endpoint: Endpoint, weights: str, log=print) -> "RemoteTarget":
+    def connect(cls, endpoint: Endpoint, weights: str, log=print, engine_decodes: bool = True) -> "RemoteTarget":
         """A target on `endpoint` serving the weights of `weights` (a registered model or a local path),
         whose tokenizer and end tokens are read here; the engine is asked for its context length."""
         from transformers import AutoTokenizer, GenerationConfig
@@ -147,7 +151,7 @@ class RemoteTarget:
             pass
         if tokenizer.eos_token_id is not None:
             eos.add(tokenizer.eos_token_id)
-        target = cls(endpoint, tokenizer, eos, len(tokenizer))
+        target = cls(endpoint, tokenizer, eos, len(tokenizer), engine_decodes)
         target.context_limit()  # fails here, not in the first request, where the engine is not there
         return target
 
@@ -168,6 +172,46 @@ class RemoteTarget:
         except (KeyError, IndexError, TypeError):
             raise TargetUnavailable(f"the engine's answer has no choices: {str(answer)[:200]}")
         return rows_from_choice(choice, len(prefix), block, self.vocab)
+
+    def generate(self, prompt: Sequence[int], max_new: int, stop: Callable[[list[int]], int | None] | None,
+                 stats: DecodeStats) -> Iterator[list[int]]:
+        """The engine's greedy decoding of `prompt`, streamed: the token ids of each chunk as the engine sends
+        it, cut where `stop` says (as `engine.Decoding` cuts, the engine's request then closed: it stops
+        there) and at `max_new`; an end token ends it (kept, as `Decoding` keeps it). `interrupt()` is asked
+        between chunks. Fills `stats` as `Decoding` does, a chunk counting as a pass."""
+        if self.interrupt():
+            raise Interrupted
+        body = {"model": self.endpoint.model, "prompt": list(prompt), "max_tokens": max_new, "temperature": 0.0,
+                "stream": True, "return_token_ids": True, "skip_special_tokens": False}
+        start = time.perf_counter()
+        tokens: list[int] = []
+        with self._stream("/completions", body) as chunks:
+            for chunk in chunks:
+                try:
+                    emitted = list(chunk["choices"][0].get("token_ids") or [])
+                except (KeyError, IndexError, TypeError):
+                    raise TargetUnavailable(f"the engine streamed a chunk without token ids: {str(chunk)[:200]} (it "
+                                            "must accept `return_token_ids`, as vLLM does)") from None
+                done = False
+                if (end := next((i for i, t in enumerate(emitted) if t in self._eos), None)) is not None:
+                    emitted, done = emitted[:end + 1], True
+                if len(tokens) + len(emitted) >= max_new:
+                    emitted, done = emitted[:max_new - len(tokens)], True
+                if stop is not None and (keep := stop(tokens + emitted)) is not None:
+                    emitted, done = emitted[:max(0, keep - len(tokens))], True
+                now = time.perf_counter()
+                if not stats.blocks:
+                    stats.ttft_s = stats.prefill_s = now - start
+                stats.target_passes += 1
+                stats.blocks.append(BlockRecord(0, 0, len(emitted), now - start - stats.total_s))
+                tokens += emitted
+                stats.new_tokens, stats.total_s = len(tokens), now - start
+                if emitted:
+                    yield emitted
+                if done:
+                    return
+                if self.interrupt():
+                    raise Interrupted
 
     def reset(self, cuts: Sequence[int] = ()) -> None:
         """Nothing to forget: each pass is a request of its own."""
@@ -217,9 +261,7 @@ class RemoteTarget:
         return conn
 
     def _request(self, method: str, path: str, body: dict | None) -> dict:
-        headers = {"Content-Type": "application/json"}
-        if self.endpoint.api_key:
-            headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
+        headers = self._headers()
         full = urlsplit(self.endpoint.url).path.rstrip("/") + path
         payload = None if body is None else json.dumps(body).encode()
         where = f"the engine at {self.endpoint.url}"
@@ -247,6 +289,56 @@ class RemoteTarget:
             return json.loads(raw)
         except ValueError:
             raise TargetUnavailable(f"{where} answered with something that is not JSON: {raw[:200]!r}") from None
+
+    @contextmanager
+    def _stream(self, path: str, body: dict) -> Iterator[Iterator[dict]]:
+        """A streamed request on a connection of its own, closed on leaving (which makes the engine abort
+        the request where it is not finished): the server-sent events' data, parsed."""
+        parts = urlsplit(self.endpoint.url)
+        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        conn = kind(parts.hostname, parts.port, timeout=self.endpoint.timeout_s)
+        where = f"the engine at {self.endpoint.url}"
+
+        def events(response) -> Iterator[dict]:
+            try:
+                for line in response:
+                    if not line.startswith(b"data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == b"[DONE]":
+                        return
+                    event = json.loads(data)
+                    if "error" in event:
+                        raise TargetUnavailable(f"{where} failed the request: {str(event['error'])[:300]}")
+                    yield event
+            except (socket.timeout, TimeoutError):
+                raise TargetTimeout(f"{where} sent nothing for {self.endpoint.timeout_s:g} s") from None
+            except (ConnectionError, http.client.HTTPException, OSError) as exc:
+                raise TargetUnavailable(f"{where} failed mid-answer: {type(exc).__name__}: {exc}") from None
+            except ValueError:
+                raise TargetUnavailable(f"{where} streamed something that is not JSON") from None
+            raise TargetUnavailable(f"{where} ended its answer without finishing it")
+
+        try:
+            try:
+                conn.request("POST", parts.path.rstrip("/") + path, json.dumps(body).encode(), self._headers())
+                response = conn.getresponse()
+            except (socket.timeout, TimeoutError):
+                raise TargetTimeout(f"{where} did not answer within {self.endpoint.timeout_s:g} s") from None
+            except (ConnectionError, http.client.HTTPException, OSError) as exc:
+                raise TargetUnavailable(f"{where} failed: {type(exc).__name__}: {exc}") from None
+            if response.status != 200:
+                raise TargetUnavailable(f"{where} answered {response.status}: "
+                                        f"{response.read()[:300].decode(errors='replace')}")
+            yield events(response)
+        finally:
+            conn.close()
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.endpoint.api_key:
+            headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
+        return headers
 
     def _drop(self) -> None:
         conn = getattr(self._local, "conn", None)

@@ -20,6 +20,9 @@ class Target(Protocol):
     # Rows are the whole distribution (sampling keeps it); False: exact only on the tokens that decide greedy
     # decoding and likelihood scores (`remote.RemoteTarget`), so sampling is refused.
     full_rows: bool
+    # The target decodes greedily itself (`generate(prompt, max_new, stop, stats)`, a serving engine with its
+    # own speculation); the engine's loop and this side's drafts are then not used for greedy text.
+    engine_decodes: bool
 
     def logits(self, prefix: Sequence[int], block: Sequence[int]) -> torch.Tensor:
         """ONE pass: a row of logits (or log-probabilities) after prefix, prefix+block[:1], ..., prefix+block.

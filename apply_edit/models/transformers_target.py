@@ -71,6 +71,7 @@ class TransformersTarget:
     """
 
     full_rows = True
+    engine_decodes = False
 
     def __init__(self, model, tokenizer, name: str = ""):
         self.model = model.eval()

@@ -297,8 +297,11 @@ class Applier:
             self.target.reset(cuts)
             self.target.interrupt = cancel.is_set if deadline is None else (
                 lambda: cancel.is_set() or time.perf_counter() > deadline)
-            run = Decoding(self.target, proposer, prompt, max_new, k=draft_length, sampling=sampling,
-                           eos=self.target.eos_ids(), stop=stop, stats=stats, typical_threshold=typical_threshold)
+            if self.target.engine_decodes and sampling.greedy and typical_threshold is None:
+                run = self.target.generate(prompt, max_new, stop, stats)
+            else:
+                run = Decoding(self.target, proposer, prompt, max_new, k=draft_length, sampling=sampling,
+                               eos=self.target.eos_ids(), stop=stop, stats=stats, typical_threshold=typical_threshold)
             try:
                 for block in run:
                     stats.prompt_cached = getattr(self.target, "reused", 0)
