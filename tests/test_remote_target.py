@@ -102,6 +102,22 @@ class Stub(BaseHTTPRequestHandler):
         if mode == "error":
             self._send(500, {"error": {"message": "engine fell over"}})
             return
+        if body.get("stream"):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            try:
+                for ids in self.server.chunks:
+                    if ids == "break":  # the engine dies mid-answer
+                        self.connection.close()
+                        return
+                    delta = {"text": "x"} if ids == "text only" else {"token_ids": ids}
+                    self.wfile.write(b"data: " + json.dumps({"choices": [delta]}).encode() + b"\n\n")
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+            except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: as it may
+                pass
+            return
         n = len(body["prompt"])
         self._send(200, {"choices": [choice([None] + [entry(**{"1": -0.1})] * (n - 1), {"token_id:2": -0.2})]})
 
@@ -109,7 +125,7 @@ class Stub(BaseHTTPRequestHandler):
 @pytest.fixture
 def stub():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
-    server.mode, server.seen = "ok", []
+    server.mode, server.seen, server.chunks = "ok", [], [[1], [3, 4], [5]]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server
     server.shutdown()
@@ -144,6 +160,35 @@ def test_engine_failures_are_target_errors(stub, mode, error, message):
     stub.mode = "ok"  # and the next pass goes through on a new connection
     time.sleep(1.0 if mode == "slow" else 0)
     assert target.logits([4, 5], [1]).shape == (2, 8)
+
+
+def written(target, max_new=10, stop=None):
+    from apply_edit.engine.api import DecodeStats
+
+    stats = DecodeStats()
+    return list(target.generate([4, 5], max_new, stop, stats)), stats
+
+
+def test_the_engine_writes_greedy_text_streamed_in_chunks(stub):
+    target = stub_target(stub)
+    blocks, stats = written(target)
+    assert blocks == [[1], [3, 4], [5]] and stats.new_tokens == 4 and stats.target_passes == 3
+    body = stub.seen[-1][1]
+    assert body["stream"] and body["return_token_ids"] and body["temperature"] == 0 and body["max_tokens"] == 10
+    assert written(target, max_new=2)[0] == [[1], [3]]  # cut at max_new
+    assert written(target, stop=lambda tokens: 2 if 4 in tokens else None)[0] == [[1], [3]]  # where stop says
+    stub.chunks = [[1], None, [2, 7], [5]]  # 2 is an end token: kept, and the answer ends there
+    assert written(target)[0] == [[1], [2]]
+
+
+@pytest.mark.parametrize("chunks, message", [
+    ([[1], "break"], "failed mid-answer|ended its answer"),
+    ([[1], "text only"], "without token ids"),
+])
+def test_an_answer_that_breaks_off_is_an_engine_error(stub, chunks, message):
+    stub.chunks = chunks
+    with pytest.raises(TargetUnavailable, match=message):
+        written(stub_target(stub))
 
 
 def test_an_engine_that_is_not_there_or_serves_another_model():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Callable
 
 from ..engine.api import CostCurve
 from ..files.user_files import write_atomic
@@ -36,14 +37,14 @@ def measure_cost(target, contexts=COST_CONTEXTS, ks=(0, 1, 4, 16, 32, 64), repea
     return CostCurve(points, prefill)
 
 
-def cached_cost(target, cache_file: Path, **measure) -> CostCurve:
-    """The cost curve for this model and dtype, measured once (`measure_cost`, with `measure`'s arguments)
-    and kept in `cache_file` (measured again where the file holds only the passes' costs, as it did before
-    prompts' reading times were kept)."""
+def cached_cost(target, cache_file: Path, measure: Callable[[], CostCurve] | None = None) -> CostCurve:
+    """The cost curve for this model and dtype, measured once (`measure`, by default `measure_cost` on the
+    target) and kept in `cache_file` (measured again where the file holds only the passes' costs, as it did
+    before prompts' reading times were kept)."""
     if cache_file.exists() and "passes" in (raw := json.loads(cache_file.read_text())):
         return CostCurve({int(c): {int(k): v for k, v in by_k.items()} for c, by_k in raw["passes"].items()},
                          {int(c): v for c, v in raw["prefill"].items()})
-    curve = measure_cost(target, **measure)
+    curve = measure() if measure is not None else measure_cost(target)
     cache_file.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(cache_file, json.dumps({"passes": curve.points, "prefill": curve.prefill}, indent=1))
     return curve
