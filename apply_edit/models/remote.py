@@ -97,12 +97,14 @@ def rows_from_choice(choice: dict, prefix_len: int, block: Sequence[int], vocab:
         reported.append({_token_id(key): float(lp) for key, lp in last.items()})
     except (KeyError, IndexError, TypeError) as exc:
         raise TargetUnavailable(f"the engine's answer has no log-probabilities for its generated token ({exc})")
-    rows = torch.empty(len(reported), vocab, dtype=torch.float64)
-    for row, known in zip(rows, reported):
-        rest = 1.0 - sum(math.exp(lp) for lp in known.values())
-        others = vocab - len(known)
-        row.fill_(math.log(rest / others) if rest > 0 and others > 0 else -math.inf)
-        row[list(known)] = torch.tensor(list(known.values()), dtype=torch.float64)
+    spread = []
+    for known in reported:
+        rest, others = 1.0 - sum(math.exp(lp) for lp in known.values()), vocab - len(known)
+        spread.append(math.log(rest / others) if rest > 0 and others > 0 else -math.inf)
+    rows = torch.tensor(spread, dtype=torch.float32)[:, None].repeat(1, vocab)
+    where = [(r, token) for r, known in enumerate(reported) for token in known]
+    rows[[r for r, _ in where], [t for _, t in where]] = torch.tensor(
+        [reported[r][t] for r, t in where], dtype=torch.float32)
     return rows
 
 
