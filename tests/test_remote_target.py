@@ -402,3 +402,16 @@ def test_the_engines_death_mid_apply_is_a_clean_error_and_no_file(engine, tmp_pa
     assert apply.returncode == 1, err
     assert "the engine at" in err and "the file is unchanged" in err
     assert path.read_text() == original
+
+
+def test_serve_with_an_engine_that_is_not_there_fails_before_binding():
+    from conftest import EXE
+
+    port = free_port()
+    done = subprocess.run([EXE, "serve", "--model", TEST_MODEL, "--port", str(port), "--target",
+                           f"http://127.0.0.1:{free_port()}/v1"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Connection refused" in done.stderr.splitlines()[-1]
+    bad = subprocess.run([EXE, "apply", str(SMALL / "original.ts"), "--update", str(SMALL / "update.ts"),
+                          "--pipeline", "model", "--target", "localhost:8000"], capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode == 1 and "target URL must be http(s)://" in bad.stderr

@@ -308,6 +308,7 @@ def cmd_serve(args) -> int:
     if args.prefix_cache_mb < 0:
         raise CliError("--prefix-cache-mb must be 0 (off) or more")
     _quiet_transformers()
+    remote_target = _remote_target(args) if args.target else None  # an engine not there: an error before binding
     try:
         server = ApplyServer(args.model, host=args.host, port=args.port, dtype=args.dtype, max_queue=args.max_queue,
                              k=args.k, metrics_port=args.metrics_port or None,
@@ -332,8 +333,8 @@ def cmd_serve(args) -> int:
     if args.metrics_port:
         _log(f"metrics on http://{args.metrics_host}:{args.metrics_port}/metrics")
     try:
-        server.load_model(_remote_target(args) if args.target else None)
-    except TargetUnavailable as exc:
+        server.load_model(remote_target)
+    except TargetUnavailable as exc:  # the engine went away while its costs were measured
         server.stop(0)
         raise CliError(str(exc))
     _log(f"model {args.model}{f' on {args.target}' if args.target else ''} loaded; SERVING")

@@ -128,7 +128,7 @@ class RemoteTarget:
     def __init__(self, endpoint: Endpoint, tokenizer, eos: set[int], vocab: int, engine_decodes: bool = True):
         self.endpoint = endpoint
         # The engine writes greedy text itself (`generate`), with its own speculation where it has one; False:
-        # this side's copy drafts, each block verified by one `logits` request. See DRAFTING for which is faster.
+        # this side's copy drafts, each block verified by one `logits` request (which is faster: the docstring).
         self.engine_decodes = engine_decodes
         self.tokenizer = tokenizer
         self.name = endpoint.model
