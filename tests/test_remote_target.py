@@ -414,3 +414,18 @@ def test_serve_with_an_engine_that_is_not_there_fails_before_binding():
                           "--pipeline", "model", "--target", "localhost:8000"], capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode == 1 and "target URL must be http(s)://" in bad.stderr
+
+
+def test_every_way_of_decoding_on_the_engine_refuses_sampling(stub):
+    """`Applier.decode` is the one door (the apply path and the chat face's predicted outputs both use it)."""
+    from apply_edit.engine.api import DecodeStats
+    from apply_edit.engine.sampling import Sampling
+    from apply_edit.request.apply import Applier
+    from apply_edit.request.runs import ApplyError
+
+    applier = Applier(stub_target(stub))
+    for sampling, typical in ((Sampling(0.7), None), (Sampling(0.0), 0.3)):
+        with pytest.raises(ApplyError, match="sampling and typical acceptance"):
+            applier.decode([4, 5], lambda seq, k: [], 4, 8, sampling, None, DecodeStats(), threading.Event(),
+                           typical_threshold=typical)
+    assert stub.seen == []  # refused before any request

@@ -168,21 +168,28 @@ class Decoding:
         return len(tokens), tokens + [draw(p[len(tokens)], self.rng)]
 
     def _apply_stops(self, emitted: list[int]) -> tuple[bool, list[int]]:
-        """Cut the block at eos / a stop / max_new; returns (generation finished, tokens to keep)."""
-        for i, tok in enumerate(emitted):
-            if tok in self.eos:
-                emitted = emitted[: i + 1]
-                break
-        done = bool(emitted) and emitted[-1] in self.eos
-        room = self.max_new - len(self.tokens)
-        if len(emitted) >= room:
-            emitted, done = emitted[:room], True
-        if self.stop is not None:
-            keep = self.stop(self.tokens + emitted)
-            if keep is not None:
-                emitted = emitted[: max(0, keep - len(self.tokens))]
-                done = True
-        return done, emitted
+        return cut_at_stops(self.tokens, emitted, self.eos, self.max_new, self.stop)
+
+
+def cut_at_stops(tokens: list[int], emitted: list[int], eos: set[int], max_new: int,
+                 stop: Callable[[list[int]], int | None] | None) -> tuple[bool, list[int]]:
+    """Cut a block emitted after `tokens` at an eos token (kept), at `max_new` in all, and where `stop`
+    says; returns (generation finished, the block's tokens to keep). Every generation cuts this way, this
+    loop's and a serving engine's (`models.remote.RemoteTarget.generate`)."""
+    for i, tok in enumerate(emitted):
+        if tok in eos:
+            emitted = emitted[: i + 1]
+            break
+    done = bool(emitted) and emitted[-1] in eos
+    room = max_new - len(tokens)
+    if len(emitted) >= room:
+        emitted, done = emitted[:room], True
+    if stop is not None:
+        keep = stop(tokens + emitted)
+        if keep is not None:
+            emitted = emitted[: max(0, keep - len(tokens))]
+            done = True
+    return done, emitted
 
 
 # --- Contract entry points (README, "Python API"): thin wrappers over the one loop above. ---

@@ -52,6 +52,7 @@ from urllib.parse import urlsplit
 import torch
 
 from ..engine.api import BlockRecord, CostCurve, DecodeStats, Interrupted
+from ..engine.decoding import cut_at_stops
 from .cost import cached_cost, measure_cost
 from .registry import cache_root
 from .target import TargetTimeout, TargetUnavailable
@@ -78,6 +79,16 @@ class Endpoint:
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"target URL must be http(s)://host[:port][/path], not {self.url!r}")
+
+    def connection(self) -> http.client.HTTPConnection:
+        """A new connection to the engine (TLS for an https URL), `timeout_s` its socket timeout."""
+        parts = urlsplit(self.url)
+        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        return kind(parts.hostname, parts.port, timeout=self.timeout_s)
+
+    def path(self, route: str) -> str:
+        """The request path of one of the API's routes (`/completions`) under the URL's own path."""
+        return urlsplit(self.url).path.rstrip("/") + route
 
 
 def rows_from_choice(choice: dict, prefix_len: int, block: Sequence[int], vocab: int) -> torch.Tensor:
@@ -148,20 +159,15 @@ class RemoteTarget:
         from transformers import AutoTokenizer, GenerationConfig
 
         from .registry import resolve
+        from .transformers_target import end_tokens, pretrained_location
 
-        path = resolve(weights, log=log)
-        where = path.parent if path.suffix == ".gguf" else path
-        kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}
+        where, kwargs = pretrained_location(resolve(weights, log=log))
         tokenizer = AutoTokenizer.from_pretrained(where, **kwargs)
-        eos = set()
         try:
-            ids = GenerationConfig.from_pretrained(where, **kwargs).eos_token_id
-            eos = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
-        except OSError:
-            pass
-        if tokenizer.eos_token_id is not None:
-            eos.add(tokenizer.eos_token_id)
-        target = cls(endpoint, tokenizer, eos, len(tokenizer), engine_decodes)
+            generation_eos = GenerationConfig.from_pretrained(where, **kwargs).eos_token_id
+        except OSError:  # no generation config: the tokenizer's end token alone
+            generation_eos = None
+        target = cls(endpoint, tokenizer, end_tokens(generation_eos, tokenizer), len(tokenizer), engine_decodes)
         target.context_limit()  # fails here, not in the first request, where the engine is not there
         return target
 
@@ -175,7 +181,7 @@ class RemoteTarget:
         body = {"model": self.endpoint.model, "prompt": list(prefix) + list(block), "max_tokens": 1,
                 "temperature": 0.0, "prompt_logprobs": 1, "logprobs": 1, "return_tokens_as_token_ids": True,
                 "skip_special_tokens": False}
-        answer = self._post("/completions", body)
+        answer = self._request("POST", "/completions", body)
         self.passes += 1
         try:
             choice = answer["choices"][0]
@@ -202,13 +208,7 @@ class RemoteTarget:
                 except (KeyError, IndexError, TypeError):
                     raise TargetUnavailable(f"the engine streamed a chunk without token ids: {str(chunk)[:200]} (it "
                                             "must accept `return_token_ids`, as vLLM does)") from None
-                done = False
-                if (end := next((i for i, t in enumerate(emitted) if t in self._eos), None)) is not None:
-                    emitted, done = emitted[:end + 1], True
-                if len(tokens) + len(emitted) >= max_new:
-                    emitted, done = emitted[:max_new - len(tokens)], True
-                if stop is not None and (keep := stop(tokens + emitted)) is not None:
-                    emitted, done = emitted[:max(0, keep - len(tokens))], True
+                done, emitted = cut_at_stops(tokens, emitted, self._eos, max_new, stop)
                 now = time.perf_counter()
                 if not stats.blocks:
                     stats.ttft_s = stats.prefill_s = now - start
@@ -275,21 +275,15 @@ class RemoteTarget:
 
     # ------------------------------------------------------------------------------------------------ HTTP
 
-    def _post(self, path: str, body: dict) -> dict:
-        return self._request("POST", path, body)
-
     def _connection(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            parts = urlsplit(self.endpoint.url)
-            kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-            conn = kind(parts.hostname, parts.port, timeout=self.endpoint.timeout_s)
-            self._local.conn = conn
+            conn = self._local.conn = self.endpoint.connection()
         return conn
 
-    def _request(self, method: str, path: str, body: dict | None) -> dict:
+    def _request(self, method: str, route: str, body: dict | None) -> dict:
         headers = self._headers()
-        full = urlsplit(self.endpoint.url).path.rstrip("/") + path
+        full = self.endpoint.path(route)
         payload = None if body is None else json.dumps(body).encode()
         where = f"the engine at {self.endpoint.url}"
         # A keep-alive connection the engine closed while idle fails the first send: one retry on a new one.
@@ -318,12 +312,10 @@ class RemoteTarget:
             raise TargetUnavailable(f"{where} answered with something that is not JSON: {raw[:200]!r}") from None
 
     @contextmanager
-    def _stream(self, path: str, body: dict) -> Iterator[Iterator[dict]]:
+    def _stream(self, route: str, body: dict) -> Iterator[Iterator[dict]]:
         """A streamed request on a connection of its own, closed on leaving (which makes the engine abort
         the request where it is not finished): the server-sent events' data, parsed."""
-        parts = urlsplit(self.endpoint.url)
-        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        conn = kind(parts.hostname, parts.port, timeout=self.endpoint.timeout_s)
+        conn = self.endpoint.connection()
         where = f"the engine at {self.endpoint.url}"
 
         def events(response) -> Iterator[dict]:
@@ -348,7 +340,7 @@ class RemoteTarget:
 
         try:
             try:
-                conn.request("POST", parts.path.rstrip("/") + path, json.dumps(body).encode(), self._headers())
+                conn.request("POST", self.endpoint.path(route), json.dumps(body).encode(), self._headers())
                 response = conn.getresponse()
             except (socket.timeout, TimeoutError):
                 raise TargetTimeout(f"{where} did not answer within {self.endpoint.timeout_s:g} s") from None

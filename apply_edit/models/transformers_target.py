@@ -54,6 +54,20 @@ def pass_ends(cuts: Sequence[int], start: int, stop: int) -> Iterator[int]:
         keep = end
 
 
+def pretrained_location(path: Path) -> tuple[Path, dict]:
+    """Where transformers reads a resolved model (`registry.resolve`) from: its directory, with the file's
+    name for a GGUF file."""
+    return (path.parent, {"gguf_file": path.name}) if path.suffix == ".gguf" else (path, {})
+
+
+def end_tokens(generation_eos: int | list[int] | None, tokenizer) -> set[int]:
+    """The token ids that end a model's answer: its generation config's (one or several) and its tokenizer's."""
+    ids = set(generation_eos if isinstance(generation_eos, list) else [] if generation_eos is None else [generation_eos])
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return ids
+
+
 class TransformersTarget:
     """Scores blocks with a Hugging Face causal LM, reusing its KV cache across calls.
 
@@ -99,9 +113,7 @@ class TransformersTarget:
         from .attention import PACKED_GQA  # registers it with transformers
 
         dtype = dtype if isinstance(dtype, torch.dtype) else parse_dtype(dtype)
-        path = resolve(name_or_path, log=log, full_hash=full_hash)
-        kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}
-        where = path.parent if path.suffix == ".gguf" else path
+        where, kwargs = pretrained_location(resolve(name_or_path, log=log, full_hash=full_hash))
         model = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, attn_implementation=PACKED_GQA, **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(where, **kwargs)
         return cls(model, tokenizer, name=name_or_path)
@@ -115,11 +127,7 @@ class TransformersTarget:
         return getattr(self.model.config, "max_position_embeddings", None)
 
     def eos_ids(self) -> set[int]:
-        ids = self.model.generation_config.eos_token_id
-        ids = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
-        if self.tokenizer.eos_token_id is not None:
-            ids.add(self.tokenizer.eos_token_id)
-        return ids
+        return end_tokens(self.model.generation_config.eos_token_id, self.tokenizer)
 
     def cost_curve(self) -> CostCurve:
         """Verify-pass cost by draft length for this model and dtype (measured once, cached on disk)."""

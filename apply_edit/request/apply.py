@@ -193,9 +193,6 @@ class Applier:
                                           stats.decode, self._holding_model())
         else:
             typical = options.typical_threshold if options.acceptance == "typical" else None
-            if not self.target.full_rows and (options.temperature > 0 or typical is not None):
-                raise ApplyError("this target reports only the tokens that decide greedy decoding (a serving "
-                                 "engine): sampling and typical acceptance need its whole distribution")
             bound = options.model_seconds if plan.judge is not None else None
             blocks = self.decode(plan.prompt_ids, plan.proposer, self._draft_length(options, plan.drafting),
                                  plan.max_new, Sampling(options.temperature, options.top_p, options.seed),
@@ -291,7 +288,17 @@ class Applier:
                cuts: tuple[int, ...] = (), deadline: float | None = None) -> Iterator[list[int]]:
         """The engine on this target, one request at a time: the blocks of tokens it emits (eos included).
         `cuts`: where the prompt's reading ends a pass (`Target.reset`); `deadline` (a `perf_counter` time):
-        past it, the prompt's reading stops as on a cancel."""
+        past it, the prompt's reading stops as on a cancel. Raises `ApplyError` at once where the target
+        cannot decode that way (sampling on a target whose rows are not whole distributions)."""
+        if not self.target.full_rows and not (sampling.greedy and typical_threshold is None):
+            raise ApplyError("this target reports only the tokens that decide greedy decoding (a serving "
+                             "engine): sampling and typical acceptance need its whole distribution")
+        return self._decoded(prompt, proposer, draft_length, max_new, sampling, stop, stats, cancel,
+                             typical_threshold, cuts, deadline)
+
+    def _decoded(self, prompt, proposer, draft_length, max_new, sampling: Sampling, stop, stats: DecodeStats,
+                 cancel: threading.Event, typical_threshold: float | None, cuts: tuple[int, ...],
+                 deadline: float | None) -> Iterator[list[int]]:
         with self._holding_model() as threads:
             stats.threads = threads
             self.target.reset(cuts)
