@@ -101,6 +101,30 @@ class TestOnARealModel:
         assert run.stats.path == "merge+target" and run.stats.readings_taken_other_way == 1
         assert 0 < run.stats.arbiter_tokens < 1000 and "taken the other way" in run.stats.verdicts[0]
 
+    def test_a_licence_block_the_snippets_first_lines_replace_goes(self, applier):
+        licence = "/*\n * Copyright (c) 2019 The Example Authors.\n *\n" + "".join(f" * {line}\n" for line in (
+            "Permission is hereby granted, free of charge, to any person obtaining a copy",
+            "of this software and associated documentation files (the \"Software\"), to deal",
+            "in the Software without restriction, including without limitation the rights",
+            "to use, copy, modify, merge, publish, distribute, sublicense, and/or sell",
+            "copies of the Software, and to permit persons to whom the Software is",
+            "furnished to do so, subject to the following conditions:", "",
+            "The above copyright notice and this permission notice shall be included in",
+            "all copies or substantial portions of the Software.")) + " */\n"
+        code = "#include <stdio.h>\n#include \"buffer.h\"\n" + "".join(
+            f"\nint buffer_{name}(struct buffer *b)\n{{\n\treturn b->{name};\n}}\n" for name in ("size", "used", "free"))
+        update = ("// SPDX-License-Identifier: MIT\n\n#include <stdio.h>\n// ... existing code ...\n"
+                  "int buffer_free(struct buffer *b)\n{\n\treturn b->size - b->used;\n}\n")
+        request = ApplyRequest(licence + "\n" + code, update, language="c")
+        # The merge keeps the licence under the new first line; the other way drops it: 13 comment lines of
+        # a 31-line file, which as lost code would be too many for the checks, so the target weighs it.
+        assert request.merged.text.startswith(licence)
+        assert [r.kind for r, _ in request.judge.open_readings(WEIGHED)] == ["edge"]
+        run = applier.stream(request, ApplyOptions())
+        expected = "// SPDX-License-Identifier: MIT\n\n" + code.replace("return b->free;", "return b->size - b->used;")
+        assert run.result() == expected
+        assert run.stats.path == "merge+target" and run.stats.readings_taken_other_way == 1
+
     def test_a_long_deletion_the_snippet_shows_stays_deleted_without_the_model(self, applier):
         original = "".join(f"def check_{name}(value):\n    if value is None:\n        raise ValueError('{name}')\n"
                            f"    return value\n\n\n" for name in ("host", "port", "user", "password"))

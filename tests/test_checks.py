@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from apply_edit.faces.cases import load_cases
 from apply_edit.judging.checks import LineChecks, problems
-from apply_edit.code.definitions import declared_twice_in
+from apply_edit.code.definitions import comment_lines, declared_twice_in
 from apply_edit.code.instruction import deletion_notes
 from apply_edit.merge import merge
 from conftest import FIXTURES
@@ -340,3 +340,23 @@ def test_a_comment_line_the_original_has_is_never_a_note_whatever_it_says():
     assert deletion_notes(rust, update, "rust") == {}
     result = rust.replace("    roots: Vec<Root>,\n", "    roots: Vec<Root>,\n    hits: u64,\n")
     assert problems(rust, update, result, "rust") == []
+
+
+def test_comment_lines_are_the_lines_only_a_comment_covers():
+    text = "/*\n * Licence\n */\n#include <x.h>\nint x = 1; // y\n// z\n  /* a */ int b;\n"
+    assert comment_lines(text, "c") == {0, 1, 2, 5}
+    assert comment_lines("// a\n/// b\nfn x() {} // c\n/* d\n e */\n", "rust") == {0, 1, 3, 4}
+    assert comment_lines("# a\nx = 1  # b\n    # c\n", "python") == {0, 2}
+
+
+def test_a_reading_that_replaces_the_licence_block_may_drop_its_comment_lines_but_not_code():
+    licence = "/*\n" + "".join(f" * licence line {i}\n" for i in range(12)) + " */\n"
+    code = "".join(f"int f{i}(void)\n{{\n\treturn {i};\n}}\n\n" for i in range(3))
+    original = licence + "\n" + code
+    header_gone = "// SPDX-License-Identifier: MIT\n\n" + code
+    update = "// SPDX-License-Identifier: MIT\n\nint f0(void)\n// ... existing code ...\n"
+    # The licence is 13 of the file's 22 non-blank lines: as lost code, too many to drop.
+    assert any("drops 14 of the original's" in p for p in problems(original, update, header_gone, "c", original))
+    assert problems(original, update, header_gone, "c", original, comments_may_go=True) == []
+    code_gone = licence + "\n" + "int f0(void)\n{\n\treturn 0;\n}\n"
+    assert any("drops" in p for p in problems(original, update, code_gone, "c", original, comments_may_go=True))

@@ -330,6 +330,28 @@ def lines_inside_strings(text: str, language: str, comments: bool = False) -> fr
     return frozenset(inside)
 
 
+@lru_cache(maxsize=32)
+def comment_lines(text: str, language: str) -> frozenset[int]:
+    """Lines that are only comment: wholly inside a comment's node, from its first non-blank character to
+    its last (a licence block's lines, `// note`; not `x = 1  // note`)."""
+    root = syntax_tree(text, language)
+    if root is None:
+        return frozenset()
+    lines = text.split("\n")
+    found: set[int] = set()
+    for node in _nodes_of(root, language, _COMMENTS | {"line_comment"}):
+        (first, start), (last, end) = node.start_point, node.end_point
+        for n in range(first, min(last, len(lines) - 1) + 1):
+            line = lines[n].encode()  # tree-sitter's columns are bytes
+            body = line.strip()
+            if not body:
+                continue
+            lead, tail = len(line) - len(line.lstrip()), len(line.rstrip())
+            if (n > first or start <= lead) and (n < last or end >= tail):
+                found.add(n)
+    return frozenset(found)
+
+
 def _nodes_of(root, language: str, kinds: frozenset[str]) -> list:
     """The named nodes of these kinds in a parse of the language, in file order (an outer one before the
     ones inside it), found by a tree-sitter query: a walk of every node in Python was most of the time of

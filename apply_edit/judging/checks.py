@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..code.definitions import definitions, duplicate_declarations, header_line, snippet_definitions, syntax_tree
+from ..code.definitions import comment_lines, definitions, duplicate_declarations, header_line, snippet_definitions, syntax_tree
 from ..code.instruction import (code_text, deletion_notes, names_to_remove, noted_names, uses, without_change_notes,
                           without_comment_lines)
 from ..merge import (closes_block, code_lines, indent_width, is_marker, marker_keys, merge, opens_block,
@@ -263,9 +263,11 @@ class LineChecks:
 
 
 def problems(original: str, update: str, result: str, language: str, kept_by_merge: str | None = None,
-             instruction: str = "") -> list[str]:
+             instruction: str = "", comments_may_go: bool = False) -> list[str]:
     """What is wrong with `result` as the edited file, [] when it passes every check. `kept_by_merge`:
-    the merge candidate's text when the caller has it (it tells which original lines the snippet keeps)."""
+    the merge candidate's text when the caller has it (it tells which original lines the snippet keeps).
+    `comments_may_go`: the share of lines it may drop counts code only (a reading of the snippet that
+    replaces the file's header comment with the snippet's first lines drops a licence, not code)."""
     found = []
     notes = deletion_notes(original, update, language)
     update_lines = without_change_notes(original, update, language).split("\n")
@@ -298,8 +300,12 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
         found.append("it is the original unchanged, but the instruction asks for an edit")
     found += _deletion_problems(original, update, result, language, instruction)
     kept = Counter(code_lines(kept_by_merge if kept_by_merge is not None else merge(original, update, language, instruction).text))
-    dropped = sum(((before & kept) - Counter(have)).values())
-    total = sum(before.values())
+    counted = before
+    if comments_may_go:
+        prose = comment_lines(original, language)
+        counted = Counter(line.strip() for n, line in enumerate(original.split("\n")) if line.strip() and n not in prose)
+    dropped = sum(((counted & kept) - Counter(have)).values())
+    total = sum(counted.values())
     if total and dropped > MAX_DROPPED * total:
         found.append(f"it drops {dropped} of the original's {total} lines that the snippet does not remove "
                      f"(more than {MAX_DROPPED:.0%})")

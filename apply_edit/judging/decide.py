@@ -75,9 +75,10 @@ class Judge:
             self.candidate = second
         self._other_ways: dict[int, str | None] = {}  # per reading (index): its other way's text, if sound
 
-    def problems_of(self, text: str) -> list[str]:
+    def problems_of(self, text: str, comments_may_go: bool = False) -> list[str]:
         """What the checks find wrong with `text` as the edited file ([] when it passes them)."""
-        return problems(self.original, self.update, text, self.language, self.candidate.text, self.instruction)
+        return problems(self.original, self.update, text, self.language, self.candidate.text, self.instruction,
+                        comments_may_go)
 
     @property
     def merge_sound(self) -> bool:
@@ -94,13 +95,16 @@ class Judge:
                 continue
             if n not in self._other_ways:
                 other = self.candidate.reread([reading])
-                self._other_ways[n] = other if other != self.candidate.text and self.sound(other) else None
+                self._other_ways[n] = other if other != self.candidate.text and self.sound_reading(other) else None
             if self._other_ways[n] is not None:
                 found.append((reading, self._other_ways[n]))
         return found
 
-    def sound(self, text: str) -> bool:
-        return not self.problems_of(text)
+    def sound_reading(self, text: str) -> bool:
+        """Whether the text with readings of the merge taken the other way passes the checks. The lines
+        such a way drops are what the reading is about: comment lines among them are no lost code (the
+        file's licence block, where the snippet's first lines stand in its place)."""
+        return not self.problems_of(text, comments_may_go=True)
 
     def line_checks(self) -> LineChecks:
         """The checks the model's output can fail line by line, to run as it is written."""

@@ -313,7 +313,7 @@ class ArbitratedRun(ApplyRun):
                           self._applier.likelihoods(prompt, answers, self._cancel))
         try:
             result = arbiter.decide(request.original, request.update, request.instruction,
-                                    request.language_resolved, judge.candidate, weighed, judge.sound)
+                                    request.language_resolved, judge.candidate, weighed, judge.sound_reading)
         except Interrupted:
             return
         stats.readings_weighed = len(result.verdicts)
