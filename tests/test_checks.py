@@ -360,3 +360,19 @@ def test_a_reading_that_replaces_the_licence_block_may_drop_its_comment_lines_bu
     assert problems(original, update, header_gone, "c", original, comments_may_go=True) == []
     code_gone = licence + "\n" + "int f0(void)\n{\n\treturn 0;\n}\n"
     assert any("drops" in p for p in problems(original, update, code_gone, "c", original, comments_may_go=True))
+
+
+def test_a_result_that_deletes_a_definition_the_snippets_new_code_calls_is_refused():
+    original = ("class Buffer {\npublic:\n  size_t size() const {\n    return _size;\n  }\n"
+                "  bool isOwner() const {\n    return true;\n  }\n};\n")
+    update = "// ... existing code ...\n  size_t memorySize() const {\n    return size();\n  }\n// ... existing code ...\n"
+    # Read as an edit of `size()` (a similar line found once), the new method takes its place: its call
+    # to `size()` is left without the definition it needs.
+    renamed = original.replace("size_t size() const {\n    return _size;", "size_t memorySize() const {\n    return size();")
+    assert any("deletes the definition of `size`" in p for p in problems(original, update, renamed, "cpp", original))
+    added = original.replace("  bool isOwner", "  size_t memorySize() const {\n    return size();\n  }\n  bool isOwner")
+    assert problems(original, update, added, "cpp", original) == []
+    # A call through an object names another's method: `other.size()` needs no definition of this file.
+    through = update.replace("return size();", "return other.size();")
+    assert not any("deletes the definition" in p for p in problems(
+        original, through, renamed.replace("return size();", "return other.size();"), "cpp", original))

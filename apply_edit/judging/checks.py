@@ -28,6 +28,7 @@ Each is a property every correct apply has, whoever wrote the result (the model 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from ..code.definitions import comment_lines, definitions, duplicate_declarations, header_line, snippet_definitions, syntax_tree
@@ -165,6 +166,25 @@ def _block(lines: list[str], opener: int) -> list[str]:
     return body
 
 
+# A call by bare name (`size()`, not `x.size()` or `a::size()`): one the file's own definitions answer.
+_BARE_CALL = re.compile(r"(?<![\w.>:$@])([A-Za-z_]\w*)\s*\(")
+
+
+def _calls_to_deleted_definitions(original: str, update: str, result: str, language: str) -> list[str]:
+    """Names the original defines and the result no longer does, which the snippet's new lines call by
+    bare name: the new code needs what the result deleted (a hunk read as an edit of the method it calls,
+    where the snippet adds a method beside it)."""
+    def defined(text: str) -> set[str]:
+        return {d.name.split(".")[-1].split("::")[-1] for d in definitions(text, language)}
+
+    gone = defined(original) - defined(result)
+    if not gone:
+        return []
+    old = {line.strip() for line in original.split("\n")}
+    new_code = code_text("\n".join(line for line in update.split("\n") if line.strip() not in old), language)
+    return sorted(gone & set(_BARE_CALL.findall(new_code)))
+
+
 def _changed_whole_definitions(original: str, update: str, result: str, language: str) -> list[str]:
     """Names of the definitions the snippet shows whole (with their body, no marker inside or right
     after, as `merge.pairs._shown_whole` reads it) that the result holds with other lines: code was
@@ -299,6 +319,9 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     elif result == original and instruction.strip() and all(line in before for line in snippet):
         found.append("it is the original unchanged, but the instruction asks for an edit")
     found += _deletion_problems(original, update, result, language, instruction)
+    if called := _calls_to_deleted_definitions(original, shown, result, language):
+        found.append(f"it deletes the definition of {', '.join(f'`{n}`' for n in called)}, which the snippet's new "
+                     "code calls")
     kept = Counter(code_lines(kept_by_merge if kept_by_merge is not None else merge(original, update, language, instruction).text))
     counted = before
     if comments_may_go:
