@@ -50,7 +50,7 @@ from .repairs import (_blank_after_new_code, _blank_before_new_code, _closed_blo
 from .report import HunkPlacement, MergeCandidate, MergeReport, Reading, _report
 from .snippet import _read, _width, code_lines, is_marker, marker_keys, split_lines
 from .snippet import _width as indent_width
-from .twins import _closing_twins, _kept_twins, _realigned, _resumed_lines, _resuming_runs, _rewritten_comment_ends
+from .twins import _closing_twins, _head_of, _kept_twins, _realigned, _resumed_lines, _resuming_runs, _rewritten_comment_ends
 
 __all__ = ["HunkPlacement", "MergeCandidate", "MergeReport", "Reading", "UnexplainedRun", "closes_block", "code_lines",
            "indent_width", "is_marker", "marker_keys", "merge", "opens_block", "says_little",
@@ -99,12 +99,14 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
         ops = align()
     ops = _rewritten_headers(ops, snippet, orig, header_end, code)
 
-    definition_starts = {d.name_line for d in in_original or (definitions(original, language) if language else [])}
+    defined = in_original or (definitions(original, language) if language else [])
+    definition_starts = {d.name_line for d in defined}
+    definition_heads = {_head_of(d.start_line, orig, comment) for d in defined}
     original_ends = _block_ends(orig, code)
     # Finders in order of precedence: a run of lines the original has in a row pins where the old code
     # resumes better than a single line does (`default:` after a marker has many instances; the lines
     # that follow it in the hunk name the one).
-    ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig, counts, definition_starts),
+    ops = _realigned(ops, [lambda o: _kept_twins(o, snippet, orig, counts, definition_starts, definition_heads),
                            lambda o: _resuming_runs(o, snippet, orig),
                            lambda o: _resumed_lines(o, snippet, orig, counts),
                            lambda o: _rewritten_comment_ends(o, snippet, orig, comment),

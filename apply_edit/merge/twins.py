@@ -47,7 +47,7 @@ def _realigned(ops: list[tuple], finders, align) -> list[tuple]:
 
 
 def _kept_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter,
-                definition_starts: set[int]) -> dict[int, int]:
+                definition_starts: set[int], definition_heads: set[int]) -> dict[int, int]:
     """Runs of lines written as new right beside a marker that keeps the very same run of original lines
     (its twin; the nearest one): the snippet showed them as context, and deleting the original lines
     between them and the snippet's line before (after) them was costlier in the alignment's scores than a
@@ -55,8 +55,10 @@ def _kept_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Co
     the run's end next to the marker (its start, for a marker before it) from a line found once in the
     original: the new lines before it replace what lies between (`if (!(f = open(path)))` rewritten
     above its unchanged error handling, with the code that computed the path gone), where no original
-    definition starts among those (a new method copying the last lines of an old one far below is new).
-    Returns snippet line -> twin line, for an alignment where each must match its twin."""
+    definition starts among those (a new method copying the last lines of an old one far below is new),
+    unless the end's twin is where a definition begins (`definition_heads`: the first line of its leading
+    comment, or its header): the snippet shows the next old definition's start as context, and the
+    definitions between, shown around without a marker, are deleted. Returns snippet line -> twin line, for an alignment where each must match its twin."""
     def written(op: tuple) -> bool:  # new lines, and blank lines between them
         return op[0] == "ins" or (op[0] == "match" and not snippet.lines[op[1]].strip())
 
@@ -86,16 +88,23 @@ def _kept_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Co
                     found.update(zip(lines, kept[start:start + len(keys)]))
                     break
             else:
-                found.update(_anchored_end(lines, keys, after, before, orig, counts, definition_starts))
+                found.update(_anchored_end(lines, keys, after, before, orig, counts, definition_starts, definition_heads))
         n = end
     return found
 
 
+def _head_of(start: int, orig: list[str], comment) -> int:
+    """Where the definition starting on line `start` begins: the first line of the comment right above it."""
+    while start > 0 and orig[start - 1].strip() and comment(orig[start - 1].strip()):
+        start -= 1
+    return start
+
+
 def _anchored_end(lines: list[int], keys: list[str], after: list[int], before: list[int], orig: list[str],
-                  counts: Counter, definition_starts: set[int]) -> dict[int, int]:
+                  counts: Counter, definition_starts: set[int], definition_heads: set[int]) -> dict[int, int]:
     """The longest end of a written run (next to a kept run `after` it) or start (next to one `before` it)
     that starts (ends) with a line found once in the original and is a run of the kept lines, with no
-    definition starting among the kept lines it passes over."""
+    definition starting among the kept lines it passes over, but where the end begins a definition."""
     def anchor(key: str) -> bool:
         return counts[key] == 1 and not _trivial(key) and not _names_nothing(key)
 
@@ -104,7 +113,7 @@ def _anchored_end(lines: list[int], keys: list[str], after: list[int], before: l
         tail = keys[k:]
         if anchor(tail[0]):
             at = next((t for t in range(len(after) - len(tail) + 1) if kept_after[t:t + len(tail)] == tail), None)
-            if at is not None and not definition_starts & set(after[:at]):
+            if at is not None and (not definition_starts & set(after[:at]) or after[at] in definition_heads):
                 return dict(zip(lines[k:], after[at:at + len(tail)]))
     kept_before = [orig[j].strip() for j in before]
     for k in range(len(keys) - 1, 0, -1):

@@ -29,11 +29,28 @@ def test_a_run_written_beside_a_marker_keeping_the_same_run_is_its_twin():
     ops = [("ins", 0), ("ins", 1), ("ins", 2), ("keep", 0, False), ("keep", 1, False), ("keep", 2, False)]
     counts = Counter(line.strip() for line in orig)
     # the whole run is not kept ([new_step, alpha, beta]), its end from a line found once is
-    assert _kept_twins(ops, snippet, orig, counts, set()) == {1: 0, 2: 1}
-    assert _kept_twins(ops, snippet, orig, counts, {0}) == {1: 0, 2: 1}  # no definition starts before the twin
+    assert _kept_twins(ops, snippet, orig, counts, set(), set()) == {1: 0, 2: 1}
+    assert _kept_twins(ops, snippet, orig, counts, {0}, set()) == {1: 0, 2: 1}  # no definition starts before the twin
     far = split_lines("def other():\n    x()\nalpha_step()\nbeta_step()\n")
     ops = [("ins", 0), ("ins", 1), ("ins", 2)] + [("keep", j, False) for j in range(4)]
-    assert _kept_twins(ops, snippet, far, Counter(line.strip() for line in far), {0}) == {}
+    assert _kept_twins(ops, snippet, far, Counter(line.strip() for line in far), {0}, set()) == {}
+
+
+def test_the_start_of_the_next_definition_shown_before_a_marker_is_context_past_the_definitions_between():
+    original = ("// Strict checks everything.\nfunc Strict() Option {\n\treturn strict\n}\n\n"
+                "// RejectRepeats errs where a key comes twice.\nfunc RejectRepeats() Option {\n\treturn func(d *Decoder) error {\n\t\td.rejectRepeats = true\n\t\treturn nil\n\t}\n}\n\n"
+                "// UseOrderedMap reads a map in order,\n// a MapSlice where no type says otherwise.\n"
+                "func UseOrderedMap() Option {\n\treturn ordered\n}\n")
+    update = ("// ... existing code ...\nfunc Strict() Option {\n\treturn strict\n}\n\n"
+              "// AllowDuplicates ignores a duplicate key.\nfunc AllowDuplicates() Option {\n\treturn allow\n}\n\n"
+              "// UseOrderedMap reads a map in order,\n// ... existing code ...\n")
+    # The last line before the marker begins the doc of `UseOrderedMap`: context, so the definition the
+    # snippet shows no longer between `Strict` and it is gone (a new function copying an old one's last
+    # lines far below stays new: the test above).
+    assert merge(original, update, "go").text == original.replace(
+        "// RejectRepeats errs where a key comes twice.\nfunc RejectRepeats() Option {\n\treturn func(d *Decoder) error {\n"
+        "\t\td.rejectRepeats = true\n\t\treturn nil\n\t}\n}",
+        "// AllowDuplicates ignores a duplicate key.\nfunc AllowDuplicates() Option {\n\treturn allow\n}")
 
 
 def test_a_block_opened_on_a_line_found_once_closes_where_the_original_block_does():
