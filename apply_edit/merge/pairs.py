@@ -104,6 +104,8 @@ def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
                   and _width(last) <= _width(snippet.lines[index[d.name_line]])  # `}` or `end` closes it
                   and _indented_inside(snippet.lines[index[d.name_line]:index[d.end_line] + 1])
                   and not _leaves_block(snippet, index[d.name_line], index[d.end_line]))
+        if closed and not whole and _marker_keeps_nothing(snippet, index[d.name_line], index[d.end_line], o, orig):
+            continue  # its closing line closes a later block
         if not (whole or closed) or d in beside:
             continue
         if whole:
@@ -115,6 +117,18 @@ def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
         if all(p[2] > q[3] or (q[0] <= p[0] and p[1] <= q[1] and q[2] <= p[2] and p[3] <= q[3]) for q in kept):
             kept.append(p)
     return kept
+
+
+def _marker_keeps_nothing(snippet: _Snippet, first: int, last: int, o: Definition, orig: list[str]) -> bool:
+    """Whether the last marker between snippet lines `first` (a definition's header) and `last` (its
+    closing line) follows the last line of the original definition's body: a marker stands for some
+    code, so it stands for more than this body (the definitions after it), and the closing line shown
+    after it closes a later one."""
+    gaps = [g for g in range(first + 1, last + 1) if snippet.reach[g] is not None]
+    shown = max((i for i in range(first, gaps[-1]) if snippet.lines[i].strip()), default=None) if gaps else None
+    body_end = max((j for j in range(o.name_line + 1, o.end_line) if orig[j].strip()), default=None)
+    return shown is not None and shown > first and body_end is not None \
+        and snippet.lines[shown].strip() == orig[body_end].strip()
 
 
 def _beside_namesakes(snippet: _Snippet, in_snippet: list[Definition], in_original: list[Definition],

@@ -153,3 +153,15 @@ def test_a_c_header_at_its_own_depth_until_the_body_opens_still_pairs_by_its_clo
     c = "int\nsum(int a, int b)\n{\n    int s = a + b;\n    return s;\n}\n\nint\nmain(void)\n{\n    return sum(1, 2);\n}\n"
     update = "// ... existing code ...\n\nstatic int\nsum(int a, int b)\n{\n    // ... existing code ...\n}\n// ... existing code ...\n"
     assert merge(c, update, "c").text == "static " + c
+
+
+def test_a_closing_line_after_a_marker_that_would_keep_nothing_of_its_definition_closes_a_later_one():
+    original = ("// A returns a.\nfunc A() map[string]interface{} {\n\treturn cast(a)\n}\n\n"
+                "// B returns b.\nfunc B() int {\n\treturn b\n}\n\n"
+                "// C returns c.\nfunc C() int {\n\tx := c\n\treturn x\n}\n\n"
+                "// D unmarshals.\nfunc D(raw interface{}) error {\n\treturn decode(raw)\n}\n")
+    # `A` is shown with its last line, a marker, then a `}`: the marker stands for some code, so not for
+    # the nothing left of `A`'s body: for `B` and `C`, which the `}` after it ends (they stay).
+    update = ("// ... existing code ...\nfunc A() map[string]any {\n\treturn cast(a)\n// ... existing code ...\n}\n\n"
+              "// D unmarshals.\nfunc D(raw any) error {\n\treturn decode(raw)\n}\n")
+    assert merge(original, update, "go").text == original.replace("interface{}", "any")
