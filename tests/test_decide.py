@@ -116,3 +116,31 @@ def test_the_merge_pipeline_answers_or_refuses_without_the_model():
     with pytest.raises(ApplyRefused, match="without the model"):
         broken.result()
     assert broken.stats.path == "refused" and broken.text == ""
+
+
+def test_an_edit_nothing_in_the_snippet_places_is_refused_in_every_judged_pipeline_without_the_model():
+    from apply_edit.request.runs import ApplyOptions, ApplyRequest, merge_answer
+
+    impl = ("impl Validate for {name} {{\n    fn evaluate(\n        &self,\n        instance: &Value,\n    ) -> Result {{\n"
+            "        self.inner.evaluate(\n            instance,\n            tracker,\n        )\n    }}\n\n"
+            "    fn name(&self) -> &str {{\n        \"{name}\"\n    }}\n}}\n")
+    original = "use crate::Value;\n\n" + impl.format(name="RefValidator") + "\n" + impl.format(name="DynamicRefValidator")
+    body = ("    fn evaluate(\n        &self,\n        instance: &Value,\n    ) -> Result {\n"
+            "        self.inner.evaluate(instance, tracker)\n    }\n")
+    # The two impls have the same method: no line the snippet shows is found once, and the two readings
+    # edit different copies. Either text is a guess: refused, with what would settle it.
+    update = "// ... existing code ...\n\n" + body + "// ... existing code ...\n"
+    request = ApplyRequest(original, update, language="rust")
+    assert request.judge.merge_sound and "none of them is found once" in request.judge.unplaced
+    for pipeline in ("checked", "merge", "verify"):
+        run = merge_answer(request, ApplyOptions(pipeline=pipeline))
+        with pytest.raises(ApplyRefused, match="no sure place for the edit"):
+            run.result()
+        assert run.stats.path == "refused" and run.text == "" and not run.needs_model
+    # The impl's header, a line found once, places it.
+    placed = ApplyRequest(original, "// ... existing code ...\nimpl Validate for DynamicRefValidator {\n" + body
+                          + "// ... existing code ...\n", language="rust")
+    assert placed.judge.unplaced == ""
+    assert merge_answer(placed, ApplyOptions(pipeline="merge")).result().endswith(
+        "impl Validate for DynamicRefValidator {\n" + body + "\n    fn name(&self) -> &str {\n"
+        "        \"DynamicRefValidator\"\n    }\n}\n")

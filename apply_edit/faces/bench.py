@@ -112,16 +112,18 @@ def is_bench_method(method: str) -> bool:
 
 
 def merge_record(case: EditCase) -> Record:
-    """The merge alone, no model: its text as the output, and whether it passes the checks (path `sound`:
-    the default's answer whatever the model writes; `unsound`: the default runs the model to the end and
-    hands back its output only if that passes the checks)."""
+    """The merge alone, no model: its text as the output, and whether it passes the checks with a sure
+    place for its edit (path `sound`: the default's answer whatever the model writes; `unsound`: the
+    default runs the model to the end and hands back its output only if that passes the checks, or, where
+    nothing places the edit, refuses)."""
     t0 = time.perf_counter()
     judge = Judge(case.original, case.update, case.language, merge(case.original, case.update, case.language, case.instruction),
                   case.instruction)
     text = judge.candidate.text
     return Record(case.name, "merge", time.perf_counter() - t0, 0.0, 0, 0, text, text == case.expected,
-                  candidate_is_output=True, path="sound" if judge.merge_sound else "unsound",
-                  reason="; ".join(judge.merge_problems), stats={"confident": judge.candidate.report.confident})
+                  candidate_is_output=True, path="sound" if judge.merge_sound and not judge.unplaced else "unsound",
+                  reason="; ".join(judge.merge_problems) or judge.unplaced,
+                  stats={"confident": judge.candidate.report.confident})
 
 
 def run_case(applier: Applier | None, case: EditCase, method: str, options: ApplyOptions,

@@ -75,6 +75,21 @@ class Judge:
             self.candidate = second
         self._other_ways: dict[int, str | None] = {}  # per reading (index): its other way's text, if sound
 
+    @property
+    def unplaced(self) -> str:
+        """Why nothing the snippet shows places it, "" where something does: every hunk is matched by
+        common lines only (`}`, `return nil`) or is new code between markers, and the second reading,
+        which places each hunk on its own, puts it elsewhere. Code repeated in a file (two impls alike)
+        then has no right place to be told, and either text is a guess."""
+        report, second = self.candidate.report, self.candidate.anchored
+        if self.alignment_problems or not report.hunks or len(report.ambiguous) < len(report.hunks) \
+                or second is None or second.text == self.candidate.text:
+            return ""
+        line = first_difference_line(self.candidate.text, second.text)
+        return (f"the snippet's lines match more than one place in the file and none of them is found once: "
+                f"placed two ways, the texts part at line {line}; a line of the file found once beside them "
+                "would tell where they go")
+
     def problems_of(self, text: str, comments_may_go: bool = False) -> list[str]:
         """What the checks find wrong with `text` as the edited file ([] when it passes them)."""
         return problems(self.original, self.update, text, self.language, self.candidate.text, self.instruction,
@@ -126,6 +141,8 @@ class Judge:
         if not self.merge_sound:
             return Outcome("refused", "no sound result without the model: the merge " + "; ".join(self.merge_problems),
                            problems={"merge": self.merge_problems})
+        if self.unplaced:
+            return Outcome("refused", f"no sure place for the edit: {self.unplaced}", problems={"merge": [self.unplaced]})
         return Outcome("merge", f"the merge ({self.sureness()}) passes the checks")
 
     def after_model(self, model_text: str) -> Outcome:

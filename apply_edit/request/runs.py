@@ -446,14 +446,21 @@ def _common_lines(a: str, b: str) -> str:
 def merge_answer(request: ApplyRequest, options: ApplyOptions) -> ApplyRun | None:
     """The answer that needs no model, so a caller can give it before loading one or waiting for one: the
     `checked` pipeline's where the merge passes the checks and leaves nothing open for the target to decide,
-    the `merge` pipeline's always (a refusal where the merge fails them). None where the model has to run."""
+    the `merge` pipeline's always (a refusal where the merge fails them), and a refusal in any judged
+    pipeline where nothing places the edit. None where the model has to run."""
     options.validate()
     request.validate()
-    if not (options.judged and options.pipeline in ("checked", "merge")):
+    if not options.judged:
         return None
     start = time.perf_counter()
-    if options.pipeline == "checked" and (not request.judge.merge_sound or request.judge.open_readings(WEIGHED)):
-        return None
+    judge = request.judge
+    # A sound merge whose edit has no sure place is refused in every judged pipeline (`Judge.unplaced`):
+    # the target, reading a window, cannot tell the places apart either.
+    if not (judge.merge_sound and judge.unplaced):
+        if options.pipeline == "verify":
+            return None
+        if options.pipeline == "checked" and (not judge.merge_sound or judge.open_readings(WEIGHED)):
+            return None
     return ApplyRun.sound_merge(request.judge, ApplyStats(method=options.method, plan_s=time.perf_counter() - start),
                                 start)
 
