@@ -112,7 +112,10 @@ def test_prefix_store_summary_sets_each_method_against_the_cold_apply():
 
 
 @pytest.mark.model
-def test_a_session_of_edits_to_one_file_reads_what_the_earlier_ones_stored():
+def test_a_session_of_edits_to_one_file_reads_what_the_earlier_ones_stored(monkeypatch):
+    # One thread count throughout: the store keeps each count's prefixes apart (`threads.py`), and a
+    # machine busy with other work would have the two applies read with different counts.
+    monkeypatch.setenv("APPLY_EDIT_THREADS", "1")
     from apply_edit.request.apply import Applier
     from apply_edit.request.runs import ApplyOptions
     from apply_edit.models.transformers_target import TransformersTarget

@@ -249,8 +249,11 @@ def test_the_http_bench_gives_the_in_process_output_and_times_what_http_adds(ser
     assert "HTTP adds" in http_summary(records)
 
 
-def test_warm_reads_a_file_ahead_and_a_repeated_prompt_start_is_not_read_again(server):
+def test_warm_reads_a_file_ahead_and_a_repeated_prompt_start_is_not_read_again(server, monkeypatch):
     from apply_edit.request.runs import ApplyRequest
+
+    # One thread count throughout: the store keeps each count's prefixes apart (`threads.py`).
+    monkeypatch.setenv("APPLY_EDIT_THREADS", "1")
 
     original = (FIXTURES / "go_add_struct_method" / "original.go").read_text()  # ~800 tokens
     status, _, body = post(server, "/v1/code/warm", {"initialCode": original, "path": "store.go"})

@@ -5,7 +5,9 @@ The rule (`ApplyRun` applies it):
    `checked` pipeline hands it back at once without running the model; the `verify` pipeline streams it
    as the model reads each region the merge changed (`request.VerifiedRegionsRun`): path `model+merge`
    where the model wrote the merge's text in every one, else `merge` with the first line where it
-   departed. The merge's report (confident or not) goes into the reason.
+   departed. The merge's report (confident or not) goes into the reason. But where nothing the snippet
+   shows places its edit (`Judge.unplaced`: only common lines match, and the two readings place it apart),
+   the apply is refused at once, in every pipeline that judges: either text would be a guess.
 2. Otherwise (the merge is unsound) the model writes its own output, streamed as verified, and it is
    handed back when it passes every check (path `model`).
 3. Otherwise nothing: the apply is refused with the checks' reasons. The model is stopped as soon as a
