@@ -132,6 +132,7 @@ def test_an_edit_nothing_in_the_snippet_places_is_refused_in_every_judged_pipeli
     update = "// ... existing code ...\n\n" + body + "// ... existing code ...\n"
     request = ApplyRequest(original, update, language="rust")
     assert request.judge.merge_sound and "none of them is found once" in request.judge.unplaced
+    assert "it edits line 8 or line 24" in request.judge.unplaced  # each impl's `self.inner.evaluate(`
     for pipeline in ("checked", "merge", "verify"):
         run = merge_answer(request, ApplyOptions(pipeline=pipeline))
         with pytest.raises(ApplyRefused, match="no sure place for the edit"):

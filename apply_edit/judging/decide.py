@@ -87,10 +87,10 @@ class Judge:
         if self.alignment_problems or not report.hunks or len(report.ambiguous) < len(report.hunks) \
                 or second is None or second.text == self.candidate.text:
             return ""
-        line = first_difference_line(self.candidate.text, second.text)
+        places = sorted({first_difference_line(self.original, text) for text in (self.candidate.text, second.text)})
         return (f"the snippet's lines match more than one place in the file and none of them is found once: "
-                f"placed two ways, the texts part at line {line}; a line of the file found once beside them "
-                "would tell where they go")
+                f"read two ways, it edits line {' or line '.join(map(str, places))}; a line of the file found once "
+                "beside them would tell where they go")
 
     def problems_of(self, text: str, comments_may_go: bool = False) -> list[str]:
         """What the checks find wrong with `text` as the edited file ([] when it passes them)."""
