@@ -31,7 +31,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ..code.definitions import comment_lines, definitions, duplicate_declarations, header_line, snippet_definitions, syntax_tree
+from ..code.definitions import (comment_lines, definitions, duplicate_declarations, header_line, snippet_definitions,
+                                syntax_tree)
 from ..code.instruction import (code_text, deletion_notes, names_to_remove, noted_names, uses, without_change_notes,
                           without_comment_lines)
 from ..merge import (closes_block, code_lines, indent_width, is_marker, marker_keys, merge, opens_block,
@@ -326,7 +327,8 @@ def problems(original: str, update: str, result: str, language: str, kept_by_mer
     counted = before
     if comments_may_go:
         prose = comment_lines(original, language)
-        counted = Counter(line.strip() for n, line in enumerate(original.split("\n")) if line.strip() and n not in prose)
+        counted = Counter(line.strip() for n, line in enumerate(original.split("\n"))
+                          if line.strip() and n not in prose)
     dropped = sum(((counted & kept) - Counter(have)).values())
     total = sum(counted.values())
     if total and dropped > MAX_DROPPED * total:

@@ -144,7 +144,8 @@ class Judge:
             return Outcome("refused", "no sound result without the model: the merge " + "; ".join(self.merge_problems),
                            problems={"merge": self.merge_problems})
         if self.unplaced:
-            return Outcome("refused", f"no sure place for the edit: {self.unplaced}", problems={"merge": [self.unplaced]})
+            return Outcome("refused", f"no sure place for the edit: {self.unplaced}",
+                           problems={"merge": [self.unplaced]})
         return Outcome("merge", f"the merge ({self.sureness()}) passes the checks")
 
     def after_model(self, model_text: str) -> Outcome:

@@ -58,7 +58,8 @@ def _kept_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Co
     definition starts among those (a new method copying the last lines of an old one far below is new),
     unless the end's twin is where a definition begins (`definition_heads`: the first line of its leading
     comment, or its header): the snippet shows the next old definition's start as context, and the
-    definitions between, shown around without a marker, are deleted. Returns snippet line -> twin line, for an alignment where each must match its twin."""
+    definitions between, shown around without a marker, are deleted. Returns snippet line -> twin line, for
+    an alignment where each must match its twin."""
     def written(op: tuple) -> bool:  # new lines, and blank lines between them
         return op[0] == "ins" or (op[0] == "match" and not snippet.lines[op[1]].strip())
 
@@ -88,7 +89,8 @@ def _kept_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Co
                     found.update(zip(lines, kept[start:start + len(keys)]))
                     break
             else:
-                found.update(_anchored_end(lines, keys, after, before, orig, counts, definition_starts, definition_heads))
+                found.update(_anchored_end(lines, keys, after, before, orig, counts, definition_starts,
+                                           definition_heads))
         n = end
     return found
 
