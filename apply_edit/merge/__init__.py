@@ -34,7 +34,7 @@ from ..code.instruction import names_to_remove, noted_names, without_change_note
 from ..code.languages import code_of
 from .align import _align
 from .anchored import anchored_reading
-from .anchors import _attached_lines, _comment_line
+from .anchors import _attached_lines, _comment_block_top, _comment_line
 from .anchors import _closes as closes_block  # public: the checks read definitions as the merge does
 from .anchors import _opens as opens_block
 from .anchors import _trivial as says_little  # public: a line too short or bare to tell a place by
@@ -50,7 +50,7 @@ from .repairs import (_blank_after_new_code, _blank_before_new_code, _closed_blo
 from .report import HunkPlacement, MergeCandidate, MergeReport, Reading, _report
 from .snippet import _read, _width, code_lines, is_marker, marker_keys, split_lines
 from .snippet import _width as indent_width
-from .twins import _closing_twins, _head_of, _kept_twins, _realigned, _resumed_lines, _resuming_runs, _rewritten_comment_ends
+from .twins import _closing_twins, _kept_twins, _realigned, _resumed_lines, _resuming_runs, _rewritten_comment_ends
 
 __all__ = ["HunkPlacement", "MergeCandidate", "MergeReport", "Reading", "UnexplainedRun", "closes_block", "code_lines",
            "indent_width", "is_marker", "marker_keys", "merge", "opens_block", "says_little",
@@ -101,7 +101,7 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
 
     defined = in_original or (definitions(original, language) if language else [])
     definition_starts = {d.name_line for d in defined}
-    definition_heads = {_head_of(d.start_line, orig, comment) for d in defined}
+    definition_heads = {_comment_block_top(d.start_line, orig, comment) for d in defined}
     original_ends = _block_ends(orig, code)
     # Finders in order of precedence: a run of lines the original has in a row pins where the old code
     # resumes better than a single line does (`default:` after a marker has many instances; the lines

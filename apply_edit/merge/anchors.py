@@ -152,6 +152,13 @@ def _comment_line(language: str):
         others and key.startswith(others) and not _ATTRIBUTE.match(key)))
 
 
+def _comment_block_top(line: int, orig: list[str], comment) -> int:
+    """The first line of the comment block right above original line `line` (`line` where none is)."""
+    while line > 0 and orig[line - 1].strip() and comment(orig[line - 1].strip()):
+        line -= 1
+    return line
+
+
 def _attached_lines(snippet: _Snippet, o_keys: list[str], counts: Counter, language: str) -> dict[int, np.ndarray]:
     """Per snippet line that belongs to the code after it, shown right after it: the original lines it
     may match, those followed by that code (or an edit of it). A decorator or attribute goes with its

@@ -18,7 +18,7 @@ import numpy as np
 from ..code.definitions import Definition
 from ..code.instruction import uses
 from ..code.languages import code_of
-from .anchors import _comment_line
+from .anchors import _comment_block_top, _comment_line
 from .blocks import _bracket_ends
 
 def _removed_lines(orig: list[str], names: set[str], in_original: list[Definition], language: str) -> np.ndarray:
@@ -44,9 +44,9 @@ def _removed_lines(orig: list[str], names: set[str], in_original: list[Definitio
         last = first
         while last + 1 < len(orig) and removed[last + 1]:
             last += 1
-        while first > 0 and comment(orig[first - 1].strip()):
-            first -= 1
-            removed[first] = True
+        top = _comment_block_top(first, orig, comment)  # the comment above goes with it
+        removed[top:first] = True
+        first = top
         if 0 < first and not orig[first - 1].strip() and (last + 1 == len(orig) or not orig[last + 1].strip()):
             removed[first - 1] = True
     return removed

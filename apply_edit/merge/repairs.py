@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .anchors import _CLOSER, _similar, _trivial
+from .anchors import _CLOSER, _comment_block_top, _similar, _trivial
 from .snippet import _Snippet, _width
 
 _LONG_NAME = re.compile(r"[A-Za-z_]\w{5,}")
@@ -199,9 +199,7 @@ def _replaced_attached_comments(ops: list[tuple], snippet: _Snippet, orig: list[
             continue
         while b >= 0 and ops[b][0] == "ins" and not lines[ops[b][1]].strip():
             b -= 1
-        top = op[2]  # the old block: the comment lines right above the matched line
-        while top > 0 and orig[top - 1].strip() and comment(orig[top - 1].strip()):
-            top -= 1
+        top = _comment_block_top(op[2], orig, comment)  # the old block: the comment lines right above the matched line
         kept = []
         while b >= 0 and ops[b][0] == "keep" and top <= ops[b][1] < op[2]:
             kept.append(b)

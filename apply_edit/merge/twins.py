@@ -95,13 +95,6 @@ def _kept_twins(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Co
     return found
 
 
-def _head_of(start: int, orig: list[str], comment) -> int:
-    """Where the definition starting on line `start` begins: the first line of the comment right above it."""
-    while start > 0 and orig[start - 1].strip() and comment(orig[start - 1].strip()):
-        start -= 1
-    return start
-
-
 def _anchored_end(lines: list[int], keys: list[str], after: list[int], before: list[int], orig: list[str],
                   counts: Counter, definition_starts: set[int], definition_heads: set[int]) -> dict[int, int]:
     """The longest end of a written run (next to a kept run `after` it) or start (next to one `before` it)
