@@ -345,10 +345,11 @@ def test_sampling_on_the_engine_is_refused(engine):
 
 @pytest.mark.model
 def test_two_replicas_one_engine_a_concurrent_load(engine, local, tmp_path):
-    """The service keeps no state beyond a request: two replicas in front of one engine, four clients at
-    once, each answer whole and the local model's."""
+    """The service keeps no state beyond a request: two replicas in front of one engine, behind one address
+    that spreads the requests over them (gRPC's round robin), four clients at once, each answer whole and
+    the local model's."""
     from conftest import ServerProcess
-    from apply_edit.faces.service.client import RemoteRun
+    from apply_edit.faces.service.client import RemoteRun, connect
     from apply_edit.request.runs import ApplyOptions
 
     options = ApplyOptions(pipeline="model", max_new_tokens=60)
@@ -356,23 +357,25 @@ def test_two_replicas_one_engine_a_concurrent_load(engine, local, tmp_path):
     replicas = [ServerProcess(tmp_path, "--target", engine.url, "--target-model", SERVED) for _ in range(2)]
     texts, errors = [], []
 
-    def client(replica):
+    def client(channel):
         for _ in range(2):
             try:
-                texts.append("".join(RemoteRun(replica.channel, small_request(), options, timeout=600)))
+                texts.append("".join(RemoteRun(channel, small_request(), options, timeout=600)))
             except Exception as exc:  # counted, not raised in a thread
                 errors.append(exc)
 
     try:
-        clients = [threading.Thread(target=client, args=(r,)) for r in replicas for _ in range(2)]
+        channel = connect("ipv4:" + ",".join(r.address for r in replicas), wait_s=60)
+        clients = [threading.Thread(target=client, args=(channel,)) for _ in range(4)]
         for c in clients:
             c.start()
         for c in clients:
             c.join()
+        served = [r.requests("OK") for r in replicas]
     finally:
         for r in replicas:
             r.stop()
-    assert errors == [] and texts == [want] * 8
+    assert errors == [] and texts == [want] * 8 and served == [4, 4]
 
 
 @pytest.mark.model

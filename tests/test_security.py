@@ -78,6 +78,11 @@ def test_a_token_never_crosses_the_network_in_clear_text():
         channel_credentials("10.0.0.7:50051", token=TOKEN)
     assert channel_credentials("10.0.0.7:50051") is None  # no token, no TLS: a plain channel
     assert channel_credentials("127.0.0.1:50051", token=TOKEN) is not None  # loopback: local credentials
+    # Replicas named in gRPC's syntax: every one of them must be on this machine.
+    assert channel_credentials("ipv4:127.0.0.1:50051,127.0.0.1:50052", token=TOKEN) is not None
+    assert channel_credentials("dns:///localhost:50051", token=TOKEN) is not None
+    with pytest.raises(SecurityError, match="clear text"):
+        channel_credentials("ipv4:127.0.0.1:50051,10.0.0.7:50051", token=TOKEN)
 
 
 def test_wrong_or_missing_token_is_unauthenticated_and_health_stays_open():

@@ -391,3 +391,20 @@ def test_warm_says_why_it_cannot():
                 warm(ch, ApplyRequest("  \n", ""))
     finally:
         server.stop(0)
+
+
+def test_replicas_behind_one_address_share_the_requests(tmp_path):
+    """A replica keeps no state beyond a request, so one channel may name several (gRPC's `ipv4:a,b`):
+    the client spreads its requests over them in turn, and each answer is whole."""
+    from conftest import ServerProcess
+
+    replicas = [ServerProcess(tmp_path) for _ in range(2)]
+    try:
+        channel = connect("ipv4:" + ",".join(r.address for r in replicas), wait_s=60)
+        request = ApplyRequest(CASE.original, CASE.update, language=CASE.language)
+        texts = ["".join(RemoteRun(channel, request, ApplyOptions(), timeout=120)) for _ in range(4)]
+        assert texts == [CASE.expected] * 4
+        assert [r.requests("OK") for r in replicas] == [2, 2]
+    finally:
+        for r in replicas:
+            r.stop()

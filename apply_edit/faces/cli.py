@@ -473,7 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--diff", action="store_true", help="print a unified diff instead of the whole file")
     p.add_argument("--json", action="store_true", help="print the output and stats as JSON")
-    p.add_argument("--server", metavar="HOST:PORT", help="apply through a running `apply-edit serve`")
+    p.add_argument("--server", metavar="HOST:PORT", help="apply through a running `apply-edit serve` (or replicas: "
+                                                          "ipv4:H:P1,H:P2, a request to each in turn)")
     p.add_argument("--wait", type=float, default=0.0, metavar="S",
                    help="with --server: wait up to S seconds for the server to be SERVING")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
@@ -521,7 +522,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true",
                    help="with --json: keep the cases OUT already holds for all --methods and run only the rest")
     p.add_argument("--chart", metavar="PNG", help="write a chart of speedup over plain per case (needs matplotlib)")
-    p.add_argument("--server", metavar="HOST:PORT", help="load run against a running server instead")
+    p.add_argument("--server", metavar="HOST:PORT", help="load run against a running server instead (or replicas: "
+                                                          "ipv4:H:P1,H:P2, requests spread over them in turn)")
     p.add_argument("--server-http", metavar="URL",
                    help="run the cases through a running server's OpenAI-compatible HTTP API (e.g. "
                         "http://127.0.0.1:8000/v1): outputs, and what HTTP adds per request")

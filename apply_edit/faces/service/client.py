@@ -72,9 +72,11 @@ def request_message(request: ApplyRequest, options: ApplyOptions) -> pb.ApplyReq
 def connect(address: str, wait_s: float = 0.0, tls: bool = False, tls_ca: str | Path | None = None,
             token: str | None = None, max_message_bytes: int = 64 * MiB) -> grpc.Channel:
     """A channel to `address` (TLS with `tls`/`tls_ca`, a bearer token with `token`); with wait_s, block
-    until the server's health says SERVING. Messages above max_message_bytes fail with RESOURCE_EXHAUSTED."""
+    until the server's health says SERVING. Messages above max_message_bytes fail with RESOURCE_EXHAUSTED.
+    An address naming several replicas ('ipv4:10.0.0.1:50051,10.0.0.2:50051', or a DNS name with several
+    records) spreads the requests over them in turn: a replica keeps no state beyond a request."""
     options = [("grpc.max_receive_message_length", max_message_bytes), ("grpc.max_send_message_length", max_message_bytes),
-               *keepalive_options()]
+               ("grpc.lb_policy_name", "round_robin"), *keepalive_options()]
     credentials = channel_credentials(address, tls, tls_ca, token)
     channel = (grpc.secure_channel(address, credentials, options=options) if credentials
                else grpc.insecure_channel(address, options=options))

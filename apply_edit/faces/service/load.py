@@ -75,7 +75,7 @@ def load_summary(records: list[Record], wall: float, concurrency: int) -> str:
     total = [r.wall_s for r in ok]
     tokens = sum(r.new_tokens for r in ok)
     lines = [f"{len(records)} requests, concurrency {concurrency}, {wall:.1f}s: {len(ok) / wall:.3f} req/s, "
-             f"{tokens / wall:.1f} tokens/s, errors {errors}"]
+             f"{tokens / wall:.1f} tokens/s, errors {errors}, the expected file {sum(r.exact for r in ok)}"]
     if ok:
         lines.append(f"ttft  p50 {_percentile(ttft, 50):6.2f}s  p99 {_percentile(ttft, 99):6.2f}s")
         lines.append(f"total p50 {_percentile(total, 50):6.2f}s  p99 {_percentile(total, 99):6.2f}s")

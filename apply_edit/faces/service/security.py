@@ -34,6 +34,17 @@ def host_of(address: str) -> str:
     return address.rsplit(":", 1)[0] if ":" in address else address
 
 
+def hosts_of(target: str) -> list[str]:
+    """The hosts a gRPC target names: 'host:port', or replicas in gRPC's name syntax
+    ('ipv4:10.0.0.1:50051,10.0.0.2:50051', 'ipv6:[::1]:50051', 'dns:///name:port')."""
+    scheme, _, rest = target.partition(":")
+    if scheme not in ("ipv4", "ipv6", "dns"):
+        return [host_of(target)]
+    if scheme == "dns":  # dns:host:port, dns:///host:port or dns://resolver/host:port
+        rest = rest.rsplit("/", 1)[-1]
+    return [host_of(address) for address in rest.split(",")]
+
+
 def check_binding(host: str, allow_remote: bool, tls: bool, token: str | None) -> None:
     """The rules every server object enforces (not only the CLI): loopback unless allowed, and no bearer
     token in clear text over the network."""
@@ -119,7 +130,7 @@ def channel_credentials(address: str, tls: bool = False, tls_ca: str | Path | No
     if tls or tls_ca:
         creds = grpc.ssl_channel_credentials(read_pem(tls_ca, "TLS CA certificate") if tls_ca else None)
     elif token is not None:
-        if not is_loopback(host_of(address)):
+        if not all(map(is_loopback, hosts_of(address))):
             raise SecurityError(f"the token would cross the network to {address} in clear text; use --tls "
                                 f"(or --tls-ca FILE for a private CA)")
         creds = grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP)
