@@ -395,16 +395,20 @@ def test_warm_says_why_it_cannot():
 
 def test_replicas_behind_one_address_share_the_requests(tmp_path):
     """A replica keeps no state beyond a request, so one channel may name several (gRPC's `ipv4:a,b`):
-    the client spreads its requests over them in turn, and each answer is whole."""
+    the client spreads its requests over them in turn. The load run counts every answer, a refusal too."""
     from conftest import ServerProcess
+    from apply_edit.faces.service.load import load_summary, run_load
 
+    cases = [CASE] * 3 + [load_case(FIXTURES / "py_instruction_only")]  # the merge alone refuses the last
     replicas = [ServerProcess(tmp_path) for _ in range(2)]
     try:
         channel = connect("ipv4:" + ",".join(r.address for r in replicas), wait_s=60)
-        request = ApplyRequest(CASE.original, CASE.update, language=CASE.language)
-        texts = ["".join(RemoteRun(channel, request, ApplyOptions(), timeout=120)) for _ in range(4)]
-        assert texts == [CASE.expected] * 4
-        assert [r.requests("OK") for r in replicas] == [2, 2]
+        records, wall = run_load(channel, cases, ApplyOptions(pipeline="merge"), concurrency=2)
+        served = [r.requests("OK") + r.requests("FAILED_PRECONDITION") for r in replicas]
     finally:
         for r in replicas:
             r.stop()
+    answers = sorted((r.exact, r.refused, r.error) for r in records)
+    assert answers == [(False, True, None)] + [(True, False, None)] * 3
+    assert served == [2, 2]
+    assert "errors 0, the expected file 3, refused 1" in load_summary(records, wall, 2)

@@ -8,6 +8,7 @@ import statistics
 import threading
 import time
 
+from ...judging.decide import ApplyRefused
 from ...request.runs import ApplyOptions
 from ..bench import Record
 from ..cases import EditCase
@@ -26,7 +27,10 @@ def run_concurrently(cases: list[EditCase], one, concurrency: int, repeat: int =
                 if not work:
                     return
                 case = work.pop(0)
-            record = one(case)
+            try:
+                record = one(case)
+            except Exception as exc:  # counted in the summary, never a request silently lost with its thread
+                record = Record(case.name, "", 0.0, 0.0, 0, 0, "", False, error=f"{type(exc).__name__}: {exc}")
             with lock:
                 records.append(record)
 
@@ -45,14 +49,20 @@ def run_load(channel, cases: list[EditCase], options: ApplyOptions, concurrency:
     client-side times per request."""
 
     def one(case: EditCase) -> Record:
+        start = time.perf_counter()
         run = RemoteRun(channel, case.request(), options)
+        text, error, refused = run.text, None, ""
         try:
-            text, error = run.result(), None
+            text = run.result()
+        except ApplyRefused as exc:  # an answer: no sound result, nothing would be written
+            refused = str(exc)
         except RemoteError as exc:
-            text, error = run.text, str(exc)
+            error = str(exc)
         s = run.stats
-        return Record(case.name, options.method, s.total_s, s.ttft_s, s.decode.target_passes, s.decode.new_tokens, text,
-                      text == case.expected, stats=s.to_dict(), error=error)
+        wall = s.total_s or time.perf_counter() - start  # a refusal or an error ends the run unfinished
+        return Record(case.name, options.method, wall, s.ttft_s, s.decode.target_passes, s.decode.new_tokens, text,
+                      text == case.expected and not (error or refused), stats=s.to_dict(), error=error,
+                      path=s.path or ("refused" if refused else ""), refused=bool(refused), reason=refused)
 
     return run_concurrently(cases, one, concurrency, repeat)
 
@@ -75,7 +85,8 @@ def load_summary(records: list[Record], wall: float, concurrency: int) -> str:
     total = [r.wall_s for r in ok]
     tokens = sum(r.new_tokens for r in ok)
     lines = [f"{len(records)} requests, concurrency {concurrency}, {wall:.1f}s: {len(ok) / wall:.3f} req/s, "
-             f"{tokens / wall:.1f} tokens/s, errors {errors}, the expected file {sum(r.exact for r in ok)}"]
+             f"{tokens / wall:.1f} tokens/s, errors {errors}, the expected file {sum(r.exact for r in ok)}, "
+             f"refused {sum(r.refused for r in ok)}"]
     if ok:
         lines.append(f"ttft  p50 {_percentile(ttft, 50):6.2f}s  p99 {_percentile(ttft, 99):6.2f}s")
         lines.append(f"total p50 {_percentile(total, 50):6.2f}s  p99 {_percentile(total, 99):6.2f}s")
