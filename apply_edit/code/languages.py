@@ -69,12 +69,34 @@ def spec_of(name: str) -> Language:
     return BY_NAME.get(name, _UNKNOWN)
 
 
-def code_of(language: str):
-    """A function from a line to its code: strings and the language's line comment taken out (`#` is
-    code in JavaScript's `#private` and in regular expressions, `//` is Python's floor division)."""
+def _line_comment(language: str) -> re.Pattern | None:
+    """What starts the language's line comment (`#` is code in JavaScript's `#private` and in regular
+    expressions, `//` is Python's floor division: only the language's own tokens count)."""
     starts = spec_of(language).line_comments
     if not starts:
-        return lambda line: STRING_LITERAL.sub("", line.strip()).rstrip()
+        return None
     hash_code = r"(?![\w\[])" if language not in BY_NAME else ""
-    comment = re.compile("(?:" + "|".join(re.escape(s) + (hash_code if s == "#" else "") for s in starts) + ").*$")
-    return lambda line: comment.sub("", STRING_LITERAL.sub("", line.strip())).rstrip()
+    return re.compile("|".join(re.escape(s) + (hash_code if s == "#" else "") for s in starts))
+
+
+def code_of(language: str):
+    """A function from a line to its code: strings and the language's line comment taken out."""
+    comment = _line_comment(language)
+
+    def code(line: str) -> str:
+        text = STRING_LITERAL.sub("", line.strip())
+        found = comment.search(text) if comment else None
+        return (text[:found.start()] if found else text).rstrip()
+    return code
+
+
+def uncommented(language: str):
+    """A function from a line to its text without the language's trailing line comment, strings kept,
+    stripped (`raise  # noqa: E722` -> `raise`)."""
+    comment = _line_comment(language)
+
+    def cut(line: str) -> str:
+        masked = STRING_LITERAL.sub(lambda m: "\0" * len(m.group()), line)  # a `#` in a string is no comment
+        found = comment.search(masked) if comment else None
+        return (line[:found.start()] if found else line).strip()
+    return cut

@@ -31,10 +31,10 @@ import numpy as np
 
 from ..code.definitions import definitions, snippet_definitions
 from ..code.instruction import names_to_remove, noted_names, without_change_notes
-from ..code.languages import code_of
+from ..code.languages import code_of, uncommented
 from .align import _align
 from .anchored import anchored_reading
-from .anchors import _attached_lines, _comment_block_top, _comment_line
+from .anchors import _attached_lines, _comment_block_top, _comment_edits, _comment_line
 from .anchors import _closes as closes_block  # public: the checks read definitions as the merge does
 from .anchors import _opens as opens_block
 from .anchors import _trivial as says_little  # public: a line too short or bare to tell a place by
@@ -65,7 +65,7 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
     orig, update_lines, counts, snippet, notes = _read(original, update, language, notes_as_code)
     # The second reading, before the passes below add to the snippet's reading (`anchored.py`).
     second = None
-    if not notes_as_code and (read := anchored_reading(orig, snippet, original.endswith("\n"))):
+    if not notes_as_code and (read := anchored_reading(orig, snippet, original.endswith("\n"), uncommented(language))):
         second = MergeCandidate("".join(read[0]), read[1], len(orig))
     names = names_to_remove(instruction, update, language, original) | noted_names(notes)
     in_snippet, in_original = [], []
@@ -79,11 +79,12 @@ def merge(original: str, update: str, language: str = "", instruction: str = "",
     _keep_between_whole_definitions(snippet, pairs, orig, comment)
     apart = _apart(snippet, in_snippet, in_original, orig, counts, beside)
     attached = _attached_lines(snippet, [line.strip() for line in orig], counts, language)
+    comment_edits = _comment_edits(snippet, orig, counts, language)
     removed = _removed_lines(orig, names, in_original, language)
     header_end = _bracket_ends(orig, code)
 
     def align(context: dict[int, int] | None = None) -> list[tuple]:
-        ops = _align(orig, snippet, pairs, counts, attached, apart, removed, header_end, context)
+        ops = _align(orig, snippet, pairs, counts, attached, apart, removed, header_end, comment_edits, context)
         return _head_tail_rewrites(ops, snippet, orig, counts)
 
     # Where the snippet's blocks close, by brackets and, where a marker hides closers, by indentation.

@@ -57,16 +57,17 @@ _NEG = -1e18
 
 def _align(orig: list[str], snippet: _Snippet, pairs, counts: Counter, attached: dict[int, np.ndarray],
            apart: dict[int, np.ndarray], removed: np.ndarray, header_end: list[int],
-           context: dict[int, int] | None = None) -> list[tuple]:
+           comment_edits: dict[int, list[int]], context: dict[int, int] | None = None) -> list[tuple]:
     """The best-scoring alignment as ops in order: ("keep", j) ("del", j) ("match", i, j) ("edit", i, j)
     ("ins", i); "keep" ops carry a third item, True where the kept line is outside the marker's scope.
     `apart`: snippet line -> mask of the original lines it may not match or edit (`pairs._apart`).
     `attached`: snippet line -> mask of the original lines it may match (`anchors._attached_lines`).
     `removed`: mask of the original lines that use a name the instruction asks to remove.
     `header_end`: per original line, the line where the parentheses it opens close (`_bracket_ends`).
+    `comment_edits`: snippet line -> the original lines it is but for a trailing comment (`_comment_edits`).
     `context`: snippet line -> the original line it must match (writing it as new costs DUPLICATE)."""
     columns = _columns(orig, removed, header_end)
-    table = _Table(snippet, counts, attached, apart, context or {}, columns, _gaps(snippet),
+    table = _Table(snippet, counts, attached, apart, comment_edits, context or {}, columns, _gaps(snippet),
                    _fixed_columns(snippet, pairs, counts, orig, columns.keys), len(snippet.lines), len(orig))
     _fill(table)
     return _back_trace(table)
@@ -198,6 +199,7 @@ class _Table:
     counts: Counter
     attached: dict[int, np.ndarray]
     apart: dict[int, np.ndarray]
+    comment_edits: dict[int, list[int]]
     context: dict[int, int]
     columns: _Columns
     gaps: _Gaps
@@ -390,7 +392,7 @@ def _edited_lines(table: _Table, s: int) -> set[int]:
                   and (not renames or _similar(key, columns.keys[j]))}
     if identity and identity[0] in ("defines", "declares") and identity in columns.by_identity:
         edits = set()  # a header or declaration edits the one of the name it declares, not a neighbour's
-    return edits | columns.by_identity.get(identity, set())
+    return edits | columns.by_identity.get(identity, set()) | set(table.comment_edits.get(s, ()))
 
 
 def _back_trace(table: _Table) -> list[tuple]:

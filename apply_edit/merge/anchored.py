@@ -12,7 +12,7 @@ snippet (`snippet._read`: markers, notes, hunks) and places each hunk on its own
 2. The hunk's span in the original runs from its first anchor to its last, widened to the nearest line
    (whole, indentation included) the hunk shows before the first (after the last) within twice the
    lines it has there, and then over the file's lines beside the span that the hunk's next lines edit
-   (`difflib` ratio at least `EDIT_RATIO`).
+   (`difflib` ratio at least `EDIT_RATIO`, or the same code with another trailing comment).
 3. The span's lines give way to the hunk's lines; lines the hunk shows beyond it are new. Blank lines at
    a hunk's edges stand beside a marker: the file's own blank lines there are kept, the hunk's dropped.
 4. A hunk shown at another depth than the file's (every anchor shifted by the same indentation) is
@@ -38,12 +38,17 @@ from .snippet import _Snippet
 EDIT_RATIO = 0.7  # similarity above which a line beside a span reads as the hunk's edit of it
 
 
-def anchored_reading(orig: list[str], snippet: _Snippet, ends_in_newline: bool
+def anchored_reading(orig: list[str], snippet: _Snippet, ends_in_newline: bool, uncommented: Callable[[str], str]
                      ) -> tuple[list[str], list[int | None]] | None:
     """The file as this reading places the snippet, as lines and, per line, the original line it copies
     (None for the snippet's); None where some hunk has no anchor, or the anchors are out of order.
-    `ends_in_newline`: whether the original's last line ends with one (the result's then does too)."""
+    `ends_in_newline`: whether the original's last line ends with one (the result's then does too).
+    `uncommented`: a line without its trailing comment (`languages.uncommented`)."""
     keys = [line.strip() for line in orig]
+
+    def edits(shown: str, p: int) -> bool:  # whether the hunk's line `shown` edits original line p
+        return _edits(shown, keys[p]) or (not _trivial(code := uncommented(shown)) and code == uncommented(keys[p]))
+
     where = defaultdict(list)
     for p, key in enumerate(keys):
         where[key].append(p)
@@ -73,7 +78,7 @@ def anchored_reading(orig: list[str], snippet: _Snippet, ends_in_newline: bool
     cursor = 0
     for h, (lines, anchors) in enumerate(zip(hunks, anchored)):
         limit = anchored[h + 1][0][1] if h + 1 < len(hunks) else len(orig)
-        start, end, first, last = _span(lines, anchors, orig, keys, where, cursor, limit)
+        start, end, first, last = _span(lines, anchors, orig, where, cursor, limit, edits)
         if h == 0 and snippet.reach[0] is None and any(line.strip() for line in lines[:first]):
             start = 0
         if h == len(hunks) - 1 and snippet.reach[-1] is None and any(line.strip() for line in lines[last + 1:]):
@@ -141,10 +146,10 @@ def _kept(line: str, orig: list[str], start: int, end: int) -> bool:
     return not _trivial(line.strip()) and orig[start:end].count(line) == 1
 
 
-def _span(lines: list[str], anchors: list[tuple[int, int]], orig: list[str], keys: list[str],
-          where: dict[str, list[int]], cursor: int, limit: int) -> tuple[int, int, int, int]:
+def _span(lines: list[str], anchors: list[tuple[int, int]], orig: list[str], where: dict[str, list[int]],
+          cursor: int, limit: int, edits: Callable[[str, int], bool]) -> tuple[int, int, int, int]:
     """The original lines [start, end) one hunk replaces (step 2 of the module's docstring), and the hunk's
-    lines placed at its first and last."""
+    lines placed at its first and last; `edits(line, p)`: whether a line of the hunk edits original line p."""
     (first, start), (last, end) = anchors[0], (anchors[-1][0], anchors[-1][1] + 1)
     shown = [line.strip() for line in lines]
     for i in range(first):  # the first line shown before the first anchor that the file has near it
@@ -160,9 +165,9 @@ def _span(lines: list[str], anchors: list[tuple[int, int]], orig: list[str], key
         if near:
             last, end = i, near[0] + 1
             break
-    while first > 0 and start > cursor and _edits(shown[first - 1], keys[start - 1]):
+    while first > 0 and start > cursor and edits(shown[first - 1], start - 1):
         first, start = first - 1, start - 1
-    while last + 1 < len(lines) and end < limit and _edits(shown[last + 1], keys[end]):
+    while last + 1 < len(lines) and end < limit and edits(shown[last + 1], end):
         last, end = last + 1, end + 1
     return start, end, first, last
 

@@ -11,7 +11,9 @@ original lines it may match (`_attached_lines`):
   declared, typed field included, assigned or called, where the file has that on one or two lines;
   or, for a new line that opens a body a marker keeps, the same first word and last bracket at its
   depth, the original's header possibly spread over several lines) replaces it; a line that names
-  nothing (`break;`, `return nil`, `} else {`) is a common line, even where the original has it once.
+  nothing (`break;`, `return nil`, `} else {`) is a common line, even where the original has it once;
+- a line that is an original line with a trailing comment added, changed or taken off (`raise` ->
+  `raise  # noqa: PLE0704`) is an edit of it, however short: the code is the same line's.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..code.languages import spec_of
+from ..code.languages import spec_of, uncommented
 from .snippet import _Snippet
 
 def _trivial(key: str) -> bool:
@@ -157,6 +159,18 @@ def _comment_block_top(line: int, orig: list[str], comment) -> int:
     while line > 0 and orig[line - 1].strip() and comment(orig[line - 1].strip()):
         line -= 1
     return line
+
+
+def _comment_edits(snippet: _Snippet, orig: list[str], counts: Counter, language: str) -> dict[int, list[int]]:
+    """Per snippet line the original does not have: the original lines that are it but for a trailing
+    comment (added, changed or taken off), where their code says something (`}` does not)."""
+    cut = uncommented(language)
+    by_code: dict[str, list[int]] = {}
+    for j, line in enumerate(orig):
+        if not _trivial(code := cut(line)):
+            by_code.setdefault(code, []).append(j)
+    return {i: by_code[code] for i, line in enumerate(snippet.lines)
+            if (key := line.strip()) and key not in counts and (code := cut(line)) in by_code}
 
 
 def _attached_lines(snippet: _Snippet, o_keys: list[str], counts: Counter, language: str) -> dict[int, np.ndarray]:

@@ -10,8 +10,8 @@ so, in one of these ways:
    the snippet shows the code around the run without it. A deleted run between equal lines (`}`) reads
    as well one line up or down; one of those readings will do;
 2. the run is an edit at the edge of a stretch: its new lines sit next to a marker in the snippet, and
-   each line gone is like one of them, in order (mostly the same characters, or the same line with words
-   put in front: `int` -> `static int`), or all of them together are like the new lines together
+   each line gone is like one of them, in order (mostly the same characters, the same line with words
+   put in front: `int` -> `static int`, or with another trailing comment: `raise` -> `raise  # noqa`), or all of them together are like the new lines together
    (a signature joined onto one line, a tag split over several). A line gone that opens a body the result
    keeps after it (the next original line is deeper) is only edited by a line whose own body is not
    closed before that edge (a new `if ... fi` block is not an edit of the `if` whose body follows);
@@ -36,7 +36,7 @@ from patiencediff import PatienceSequenceMatcher
 
 from ..code.definitions import Definition, definitions, snippet_definitions
 from ..code.instruction import names_to_remove, noted_names, uses, without_change_notes
-from ..code.languages import code_of
+from ..code.languages import code_of, uncommented
 from .anchors import _CLOSER, _comment_line
 from .removals import _removed_lines
 from .snippet import _read, _width
@@ -59,16 +59,17 @@ class UnexplainedRun:
 _QUALIFIERS = re.compile(r"(?:[A-Za-z_]\w* )+")
 
 
-def _like(a: str, b: str) -> bool:
+def _like(a: str, b: str, uncommented) -> bool:
     return SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.5 or (
-        b.endswith(a) and _QUALIFIERS.fullmatch(b[:len(b) - len(a)]) is not None)
+        b.endswith(a) and _QUALIFIERS.fullmatch(b[:len(b) - len(a)]) is not None) or (
+        uncommented(a) == uncommented(b) != "")
 
 
-def _like_in_order(gone: list[str], new: list[str]) -> list[int] | None:
+def _like_in_order(gone: list[str], new: list[str], uncommented) -> list[int] | None:
     """Per line gone, the index of a new line like it, in order; None where there is no such choice."""
     at, found = 0, []
     for line in gone:
-        while at < len(new) and not _like(line, new[at]):
+        while at < len(new) and not _like(line, new[at], uncommented):
             at += 1
         if at == len(new):
             return None
@@ -125,7 +126,7 @@ def unexplained_deletions(original: str, update: str, result: str, language: str
         if tag == "delete" and any(deletion_shown(a, b) for a, b in _slides(old, i1, i2)):
             continue  # which of equal lines (`}`) a deleted run ends at, the diff chose: any of them will do
         if tag == "replace" and (deletion_shown(i1, i2) or _edge_edit(old, out, out_lines, orig, at, keys, stretch,
-                                                                     i1, i2, j1, j2)):
+                                                                     i1, i2, j1, j2, uncommented(language))):
             continue
         if tag in ("delete", "replace"):
             found.append(UnexplainedRun(at[i1] + 1, i2 - i1, old[i1]))
@@ -147,8 +148,9 @@ def _slides(old: list[str], i1: int, i2: int) -> list[tuple[int, int]]:
     return runs
 
 
-def _edge_edit(old, out, out_lines, orig, at, keys, stretch, i1, i2, j1, j2) -> bool:
-    """Rule 2: the replacement out[j1:j2] is shown in the snippet next to a marker, and edits old[i1:i2]."""
+def _edge_edit(old, out, out_lines, orig, at, keys, stretch, i1, i2, j1, j2, uncommented) -> bool:
+    """Rule 2: the replacement out[j1:j2] is shown in the snippet next to a marker, and edits old[i1:i2]
+    (`uncommented`: a line without its trailing comment, `languages.uncommented`)."""
     new = out[j1:j2]
     for a in range(len(keys) - len(new) + 1):
         if keys[a:a + len(new)] != new:
@@ -158,7 +160,7 @@ def _edge_edit(old, out, out_lines, orig, at, keys, stretch, i1, i2, j1, j2) -> 
         if prev_shown and next_shown:
             continue
         opens_kept_body = i2 < len(old) and _width(orig[at[i2]]) > _width(orig[at[i2 - 1]]) and not next_shown
-        edits = _like_in_order(old[i1:i2], new)  # each line gone like a new one, in order
+        edits = _like_in_order(old[i1:i2], new, uncommented)  # each line gone like a new one, in order
         if edits is not None and opens_kept_body:
             depth = _width(out_lines[j1 + edits[-1]])
             if any(_width(out_lines[j]) <= depth for j in range(j1 + edits[-1] + 1, j2)):
@@ -167,7 +169,7 @@ def _edge_edit(old, out, out_lines, orig, at, keys, stretch, i1, i2, j1, j2) -> 
             return True
         # Or all together, a header joined onto one line or split over several; where the body it opens
         # follows, the new lines must not end by closing a block (`fi`, `}`).
-        if _like(" ".join(old[i1:i2]), " ".join(new)) and not (opens_kept_body and _CLOSER.match(new[-1])):
+        if _like(" ".join(old[i1:i2]), " ".join(new), uncommented) and not (opens_kept_body and _CLOSER.match(new[-1])):
             return True
     return False
 

@@ -14,7 +14,7 @@ from apply_edit.merge.snippet import _read
 def aligned(original, update, language="", context=None):
     orig, _, counts, snippet, _ = _read(original, update, language)
     return _align(orig, snippet, [], counts, {}, {}, np.zeros(len(orig), dtype=bool),
-                  _bracket_ends(orig, code_of(language)), context)
+                  _bracket_ends(orig, code_of(language)), {}, context)
 
 
 def test_line_weights_by_how_often_the_original_has_the_line():

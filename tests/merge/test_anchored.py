@@ -1,6 +1,7 @@
 """The second reading, each hunk placed by its own lines (`apply_edit.merge.anchored`), and what the merge
 and the judge make of it."""
 
+from apply_edit.code.languages import uncommented
 from apply_edit.judging.decide import Judge
 from apply_edit.merge import merge
 from apply_edit.merge.anchored import anchored_reading
@@ -14,7 +15,7 @@ PY = ("import os\n\n\ndef load(path):\n    with open(path) as f:\n        return
 
 def read(original: str, update: str, language: str = "python") -> str | None:
     orig, _, _, snippet, _ = _read(original, update, language)
-    found = anchored_reading(orig, snippet, original.endswith("\n"))
+    found = anchored_reading(orig, snippet, original.endswith("\n"), uncommented(language))
     return "".join(found[0]) if found else None
 
 
@@ -25,6 +26,25 @@ def test_each_hunk_goes_where_its_own_lines_are_and_an_edited_line_beside_them_r
     assert read(PY, update) == expected
     result = merge(PY, update, "python")
     assert result.text == expected and result.report.read_twice and result.report.confident
+
+
+def test_a_line_given_a_trailing_comment_is_an_edit_of_it_in_both_readings_however_short():
+    """`raise` -> `raise  # noqa: E0704`: the same code, so the hunk edits that line; the marker after it
+    keeps nothing of it (it had kept the old `raise` under the new one, in both readings: a sure answer)."""
+    original = ("def close(stream, exc):\n    stream.abort()\n    if not isinstance(exc, Exception):\n"
+                "        raise\n\n\ndef serve(handler):\n    handler()\n")
+    update = ("# ... existing code ...\n    if not isinstance(exc, Exception):\n        raise  # noqa: E0704\n"
+              "# ... existing code ...\n")
+    expected = original.replace("        raise\n", "        raise  # noqa: E0704\n")
+    assert read(original, update) == expected
+    result = merge(original, update, "python")
+    assert result.text == expected and result.report.read_twice
+    judge = Judge(original, update, "python", result)
+    assert judge.merge_sound and not judge.alignment_problems  # the evidence reads it as that line's edit
+    # Taken off again, and in a language whose comments start with `//`.
+    js = "function f(a) {\n  if (a) {\n    return; // early\n  }\n  g(a);\n}\n"
+    update = "// ... existing code ...\n  if (a) {\n    return;\n  }\n// ... existing code ...\n"
+    assert merge(js, update, "javascript").text == js.replace("return; // early", "return;")
 
 
 def test_a_line_shown_before_the_first_anchor_widens_the_span_to_where_the_file_has_it_nearest():
