@@ -81,7 +81,9 @@ def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
         return []
     names = Counter((d.kind, d.name) for d in in_original)
     shown_names = Counter((d.kind, d.name) for d in in_snippet)
-    by_name = {(d.kind, d.name): d for d in in_original}
+    by_name: dict[tuple[str, str], list[Definition]] = {}
+    for o in in_original:
+        by_name.setdefault((o.kind, o.name), []).append(o)
     index = {n: i for i, n in enumerate(snippet.number)}
     whole_spans: list[tuple[int, int]] = []
     pairs = []
@@ -89,11 +91,12 @@ def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
         key = (d.kind, d.name)
         if not names[key] and names[(_METHOD_OF.get(d.kind), d.name)]:
             key = (_METHOD_OF[d.kind], d.name)  # a method shown without its class parses as a function
-        if names[key] != 1 or shown_names[d.kind, d.name] != 1 or d.start_line not in index or d.end_line not in index:
+        if not names[key] or shown_names[d.kind, d.name] != 1 or d.start_line not in index or d.end_line not in index:
             continue
         if any(a <= d.start_line and d.end_line <= b for a, b in whole_spans):
             continue  # inside a definition shown whole: it goes with it
-        o = by_name[key]
+        if (o := _namesake(d, by_name[key], in_snippet, by_name)) is None:
+            continue
         # Without decorators of its own, the snippet's definition leaves the original's in place.
         start = o.start_line if d.name_line > d.start_line else header_line(o, snippet.lines[index[d.name_line]], orig)
         whole = _shown_whole(d, snippet, in_snippet)
@@ -117,6 +120,20 @@ def _pairs(snippet: _Snippet, in_snippet: list[Definition], in_original: list[De
         if all(p[2] > q[3] or (q[0] <= p[0] and p[1] <= q[1] and q[2] <= p[2] and p[3] <= q[3]) for q in kept):
             kept.append(p)
     return kept
+
+
+def _namesake(d: Definition, namesakes: list[Definition], in_snippet: list[Definition],
+              by_name: dict[tuple[str, str], list[Definition]]) -> Definition | None:
+    """The original definition that the snippet's `d` stands for: its one namesake, or, where the file
+    has several (`__init__`, `constructor`, `toString` in each class), the one inside the definition the
+    snippet shows `d` in (its innermost enclosing one, itself found once in the file)."""
+    if len(namesakes) == 1:
+        return namesakes[0]
+    enclosing = [e for e in in_snippet if e is not d and e.start_line <= d.start_line and d.end_line <= e.end_line]
+    if not enclosing or len(outer := by_name.get((enclosing[-1].kind, enclosing[-1].name), [])) != 1:
+        return None
+    inside = [o for o in namesakes if outer[0].start_line <= o.start_line and o.end_line <= outer[0].end_line]
+    return inside[0] if len(inside) == 1 else None
 
 
 def _marker_keeps_nothing(snippet: _Snippet, first: int, last: int, o: Definition, orig: list[str]) -> bool:

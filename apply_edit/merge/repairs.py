@@ -240,10 +240,11 @@ def _blank_before_new_code(ops: list[tuple], snippet: _Snippet, orig: list[str])
 def _blank_after_new_code(ops: list[tuple], snippet: _Snippet, orig: list[str]) -> list[tuple]:
     """The mirror of `_blank_before_new_code`: where a run of new lines (code first and last) right
     before a marker goes before original line j (kept for the marker), and the snippet's blank line
-    before the run is matched to the blank line j - 1, which follows code the snippet shows (line j - 2,
-    or new code), the snippet's blank is written before the run and j - 1 is kept after it: the new code
-    is set apart from both its neighbours, as they were from each other, where matching the blank left
-    it glued to line j."""
+    before the run is matched to the blank line j - 1, which follows code the snippet shows (or new code;
+    blank lines between deleted), the snippet's blank is written before the run and the original's blank
+    lines there are kept after it: the new code is set apart from both its neighbours, as they were from
+    each other, where matching the blank left it glued to line j (and deleted the rest of the run: the two
+    blank lines between two classes, where a new method ends the first)."""
     lines, ops = snippet.lines, list(ops)
     n = 2
     while n < len(ops):
@@ -256,10 +257,14 @@ def _blank_after_new_code(ops: list[tuple], snippet: _Snippet, orig: list[str]) 
             k += 1
         last = ops[k - 1][1]
         blank, j = ops[n - 1][2], ops[k][1] if k < len(ops) and ops[k][0] == "keep" else None
+        b = n - 2  # the op before the blank lines: those the alignment deleted, then the one it matched
+        while b > 0 and ops[b][0] == "del" and ops[b][1] == blank - (n - 1 - b) and not orig[ops[b][1]].strip():
+            b -= 1
         if (j is not None and lines[last].strip() and orig[j].strip() and blank == j - 1 and not orig[blank].strip()
-                and not lines[ops[n - 1][1]].strip() and _written_code(ops[n - 2], j - 2, lines, orig)
+                and not lines[ops[n - 1][1]].strip() and _written_code(ops[b], blank - (n - 1 - b), lines, orig)
                 and snippet.reach[last + 1] is not None):  # a marker right after the run keeps line j
-            ops[n - 1:k] = [("ins", ops[n - 1][1]), *ops[n:k], ("keep", blank, False)]
+            ops[b + 1:k] = [("ins", ops[n - 1][1]), *ops[n:k],
+                            *(("keep", ops[t][1], False) for t in range(b + 1, n - 1)), ("keep", blank, False)]
         n = k + 1
     return ops
 

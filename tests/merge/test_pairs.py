@@ -25,6 +25,25 @@ def test_a_definition_shown_whole_pairs_with_its_namesake():
     assert _pairs(snippet, in_snippet, in_original, set(), orig) == [(0, 1, 5, 7, True)]
 
 
+def test_a_method_every_class_has_pairs_with_the_one_in_the_class_the_snippet_shows_it_in():
+    """`__init__` twice in the file: the snippet's, shown inside `class Reader:`, is Reader's. A new method
+    after it, at the class's end, goes before the two blank lines that set the next class apart. Both
+    readings had kept the old body under the new method: a wrong file called sure."""
+    original = ("import os\n\n\nclass Reader:\n    def __init__(self, path):\n        if path:\n"
+                "            self.path = path\n        else:\n            self.path = os.getcwd()\n\n\n"
+                "class Writer:\n    def __init__(self):\n        self.lines = []\n")
+    update = ("# ... existing code ...\nclass Reader:\n    def __init__(self, path):\n"
+              "        self.path = path or os.getcwd()\n\n    def read(self):\n        with open(self.path) as f:\n"
+              "            return f.read()\n# ... existing code ...\n")
+    orig, _, snippet, in_snippet, in_original = definitions_of(original, update, "python")
+    assert (1, 2, 4, 8, True) in _pairs(snippet, in_snippet, in_original, set(), orig)
+    expected = original.replace("        if path:\n            self.path = path\n        else:\n"
+                                "            self.path = os.getcwd()\n",
+                                "        self.path = path or os.getcwd()\n\n    def read(self):\n"
+                                "        with open(self.path) as f:\n            return f.read()\n")
+    assert merge(original, update, "python").text == expected
+
+
 def test_a_definition_with_a_marker_inside_pairs_only_when_its_closing_line_is_shown():
     js = "function a() {\n  one();\n  two();\n}\n\nfunction b() {\n  return 2;\n}\n"
     closed = "function a() {\n  // ... existing code ...\n  three();\n}\n"
