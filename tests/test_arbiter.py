@@ -101,6 +101,15 @@ class TestOnARealModel:
         assert run.stats.path == "merge+target" and run.stats.readings_taken_other_way == 1
         assert 0 < run.stats.arbiter_tokens < 1000 and "taken the other way" in run.stats.verdicts[0]
 
+    def test_two_first_lines_the_snippets_first_line_joins_go(self, applier):
+        original = ("from . import errors\nfrom . import utils\nfrom .types import Stream\n\n\nclass Api:\n"
+                    "    def run(self):\n        return utils.run()\n\n    def stop(self):\n        raise errors.Stopped()\n")
+        update = "from . import errors, utils\nfrom .types import Stream\n\n\n# ... existing code ...\n"
+        run = applier.stream(ApplyRequest(original, update, language="python"), ApplyOptions())
+        assert run.result() == original.replace("from . import errors\nfrom . import utils\n",
+                                                "from . import errors, utils\n")
+        assert run.stats.path == "merge+target" and run.stats.readings_taken_other_way == 1
+
     def test_a_licence_block_the_snippets_first_lines_replace_goes(self, applier):
         licence = "/*\n * Copyright (c) 2019 The Example Authors.\n *\n" + "".join(f" * {line}\n" for line in (
             "Permission is hereby granted, free of charge, to any person obtaining a copy",

@@ -12,8 +12,9 @@ Takes the final ops; hands the report its readings:
   shown adjacent, the two lines delete it, but so long a deletion is more often a marker forgotten;
 - a deleted line that opens a block (the next code line is deeper) whose next line stays: an edit
   rarely takes a header away and leaves its body, an alignment that lost its place often does;
-- new lines beside original lines kept before the snippet's first line (after its last), with no
-  marker there: the snippet may rewrite the file's first (last) lines rather than add to them;
+- new lines, or a first (last) snippet line read as an edit, beside original lines kept before the
+  snippet's first line (after its last), with no marker there: the snippet may rewrite the file's first
+  (last) lines rather than add to them (`from . import a, b` for `from . import a` / `from . import b`);
 - blank lines alone kept there: a snippet that shows the file's last line without them may have dropped
   them (an edit that takes the trailing blank line away reads the same as one that leaves it).
 """
@@ -77,12 +78,13 @@ def doubts(ops: list[tuple], snippet: _Snippet, orig: list[str], counts: Counter
                                  ((deleted[j], ("keep", j, False)),)))
     for end, order in (("first", range(len(ops))), ("last", range(len(ops) - 1, -1, -1))):
         gap = 0 if end == "first" else len(snippet.lines)
-        # Before the snippet's first line (after its last), with no marker there: new lines, and original
-        # lines kept that no snippet line showed, one beside the other.
+        # Before the snippet's first line (after its last), with no marker there: new lines (or the first
+        # line shown, an edit), and original lines kept that no snippet line showed, one beside the other.
         seq = list(order)
         edge = next((k for k, n in enumerate(seq) if ops[n][0] in ("match", "edit")), len(seq))
         kept = [n for n in seq[:edge] if ops[n][0] == "keep" and orig[ops[n][1]].strip()]
-        new = any(ops[n][0] == "ins" and snippet.lines[ops[n][1]].strip() for n in seq[:edge])
+        new = any(ops[n][0] == "ins" and snippet.lines[ops[n][1]].strip() for n in seq[:edge]) or (
+            edge < len(seq) and ops[seq[edge]][0] == "edit")
         if snippet.reach[gap] is None and new and kept:
             # The other reading: the snippet's edge lines are the file's, with no marker beyond them: every
             # original line kept beyond the first (last) line the snippet shows goes, blank lines too.

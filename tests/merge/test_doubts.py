@@ -55,6 +55,18 @@ def test_the_other_way_of_new_first_lines_is_the_snippets_start_with_no_old_line
     assert candidate.reread(edge) == go.replace(old + "\n", "// SPDX-License-Identifier: Apache-2.0\n\n")
 
 
+def test_an_edited_first_line_with_an_old_line_kept_above_it_is_a_doubt_too():
+    # No marker before the snippet, whose first line joins the file's first two: the alignment edits one
+    # of them and keeps the other above it, as if the snippet began inside the file.
+    py = "from . import errors\nfrom . import utils\nfrom .types import Stream\n\n\nclass Api:\n    pass\n"
+    candidate = merge(py, "from . import errors, utils\nfrom .types import Stream\n\n\n# ... existing code ...\n",
+                      "python")
+    edge = [r for r in candidate.report.readings if r.kind == "edge"]
+    assert candidate.text.startswith("from . import errors\n") and edge
+    assert candidate.reread(edge) == py.replace("from . import errors\nfrom . import utils\n",
+                                                "from . import errors, utils\n")
+
+
 def test_deleting_a_header_and_keeping_its_body_is_a_doubt():
     orig = split_lines("class A:\n    def f(self):\n        return 1\n")
     snippet = _parse_snippet(["class A:\n", "        return 1\n"], set(), "python", set())
