@@ -127,7 +127,10 @@ def _rewritten_headers(ops: list[tuple], snippet: _Snippet, orig: list[str], hea
     several: the header's other lines go with it, rather than stay under the marker that keeps its body.
     Where its parameters go on (`def build(name,` / `path):`), up to where they close; where it opens the
     body the original opens further down (`: usage_(0) {` over `: usage_(0),` / `last_id_(0) {`, a
-    constructor's initializer list), its deeper lines up to that one."""
+    constructor's initializer list), its deeper lines up to that one. And where the alignment wrote the
+    snippet's next lines as new because those lines stood in the way (`from typing import (` / `Any,` /
+    `)` made one line, then `if TYPE_CHECKING:` shown as context), the lines after the header's that they
+    are, kept for a marker, are those lines matched."""
     gone: set[int] = set()
     for op in ops:
         if op[0] != "edit":
@@ -143,7 +146,30 @@ def _rewritten_headers(ops: list[tuple], snippet: _Snippet, orig: list[str], hea
             if end is not None and orig[end].strip() and _width(orig[end]) > _width(orig[j]) \
                     and code(orig[end]).endswith("{"):
                 gone.update(range(j + 1, end + 1))
-    return [("del", op[1]) if op[0] == "keep" and op[1] in gone else op for op in ops]
+    return _shown_after_headers([("del", op[1]) if op[0] == "keep" and op[1] in gone else op for op in ops],
+                                snippet, orig, gone)
+
+
+def _shown_after_headers(ops: list[tuple], snippet: _Snippet, orig: list[str], gone: set[int]) -> list[tuple]:
+    """New lines right after an edit whose header's rest went (`gone`), that are one for one the original
+    lines kept right after that rest: matched to them."""
+    n = 0
+    while n < len(ops):
+        if ops[n][0] != "edit" or ops[n][2] + 1 not in gone:
+            n += 1
+            continue
+        k = n + 1
+        while k < len(ops) and ops[k][0] == "ins":
+            k += 1
+        d = k
+        while d < len(ops) and ops[d][0] == "del" and ops[d][1] in gone:
+            d += 1
+        new, kept = ops[n + 1:k], ops[d:d + k - n - 1]
+        if new and len(kept) == len(new) and all(
+                b[0] == "keep" and snippet.lines[a[1]].rstrip() == orig[b[1]].rstrip() for a, b in zip(new, kept)):
+            ops[n + 1:d + len(kept)] = ops[k:d] + [("match", a[1], b[1]) for a, b in zip(new, kept)]
+        n += 1
+    return ops
 
 
 def _cut_statements(ops: list[tuple], snippet: _Snippet, orig: list[str], header_end: list[int], code) -> list[tuple]:

@@ -3,6 +3,7 @@
 from collections import Counter
 
 from apply_edit.code.languages import code_of
+from apply_edit.merge import merge
 from apply_edit.merge.blocks import _bracket_ends
 from apply_edit.merge.repairs import _dangling_edits, _head_tail_rewrites, _rewritten_headers
 from apply_edit.merge.snippet import _parse_snippet, split_lines
@@ -33,6 +34,17 @@ def test_a_header_written_on_one_line_takes_the_lines_of_its_parameters():
     ops = [("edit", 0, 0), ("keep", 1, False), ("keep", 2, False)]
     assert _rewritten_headers(ops, snippet, orig, header_end, code_of("python")) == \
         [("edit", 0, 0), ("del", 1), ("keep", 2, False)]
+
+
+def test_lines_shown_after_a_header_made_one_line_are_the_originals_next_lines_not_new_ones():
+    # `from typing import (` / `Any,` / `Dict,` / `)` made one line, then the file's next lines shown as
+    # context: the alignment wrote those as new (matching them meant deleting the import's lines between
+    # two snippet lines) and kept the originals under the marker after them, twice in the result.
+    names = ["Any", "Callable", "Dict", "Iterable", "List", "Match", "Optional", "Tuple", "Type", "Union"]
+    spread = "(\n" + "".join(f"    {name},\n" for name in names) + ")"
+    original = f"import re\nfrom typing import {spread}\n\nif TYPE_CHECKING:\n    from .core import State\n"
+    update = f"import re\nfrom typing import {', '.join(names)}\n\nif TYPE_CHECKING:\n# ... existing code ...\n"
+    assert merge(original, update, "python").text == original.replace(spread, ", ".join(names))
 
 
 def test_an_edit_that_takes_away_a_name_still_used_is_a_new_neighbour():
