@@ -138,6 +138,10 @@ def test_an_edit_nothing_in_the_snippet_places_is_refused_in_every_judged_pipeli
         with pytest.raises(ApplyRefused, match="no sure place for the edit"):
             run.result()
         assert run.stats.path == "refused" and run.text == "" and not run.needs_model
+    # Only new lines between markers: no line of the file at all.
+    floating = ApplyRequest(original, "// ... existing code ...\nconst LIMIT: usize = 64;\n// ... existing code ...\n",
+                            language="rust")
+    assert "no line of the file" in floating.judge.unplaced
     # The impl's header, a line found once, places it.
     placed = ApplyRequest(original, "// ... existing code ...\nimpl Validate for DynamicRefValidator {\n" + body
                           + "// ... existing code ...\n", language="rust")

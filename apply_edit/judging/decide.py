@@ -82,10 +82,15 @@ class Judge:
         """Why nothing the snippet shows places it, "" where something does: every hunk is matched by
         common lines only (`}`, `return nil`) or is new code between markers, and the second reading,
         which places each hunk on its own, puts it elsewhere. Code repeated in a file (two impls alike)
-        then has no right place to be told, and either text is a guess."""
+        then has no right place to be told, and either text is a guess. So is any place for a snippet whose
+        every hunk is new lines between markers."""
         report, second = self.candidate.report, self.candidate.anchored
-        if self.alignment_problems or not report.hunks or len(report.ambiguous) < len(report.hunks) \
-                or second is None or second.text == self.candidate.text:
+        if self.alignment_problems or not report.hunks or len(report.ambiguous) < len(report.hunks):
+            return ""
+        if all(h.anchor == "new" for h in report.hunks):
+            return ("the snippet shows no line of the file, only new lines between markers: nothing tells where "
+                    "they go; a line of the file beside them would")
+        if second is None or second.text == self.candidate.text:
             return ""
         places = sorted({first_difference_line(self.original, text) for text in (self.candidate.text, second.text)})
         return (f"the snippet's lines match more than one place in the file and none of them is found once: "
