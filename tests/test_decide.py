@@ -149,3 +149,21 @@ def test_an_edit_nothing_in_the_snippet_places_is_refused_in_every_judged_pipeli
     assert merge_answer(placed, ApplyOptions(pipeline="merge")).result().endswith(
         "impl Validate for DynamicRefValidator {\n" + body + "\n    fn name(&self) -> &str {\n"
         "        \"DynamicRefValidator\"\n    }\n}\n")
+
+
+def test_a_merge_failing_outside_any_region_of_its_own_is_refused_at_once_in_the_default():
+    """Its failure is the file's, not a region's (a new method read as the rename of the one it calls), so
+    no region is there for the model to write, and the whole file the 0.5B would write instead was right in
+    none of the measured applies: refused before any model is loaded, saying how to have it write anyway."""
+    from apply_edit.request.runs import ApplyOptions, ApplyRequest, merge_answer
+
+    original = ("class Buffer {\n public:\n  size_t size() const {\n    return length_;\n  }\n\n"
+                "  void clear() {\n    length_ = 0;\n  }\n\n private:\n  size_t length_ = 0;\n};\n")
+    update = "// ... existing code ...\n  size_t externalSize() const {\n    return size();\n  }\n// ... existing code ...\n"
+    request = ApplyRequest(original, update, language="cpp")
+    assert "it deletes the definition of `size`" in request.judge.merge_problems[0] and request.failing_regions == []
+    run = merge_answer(request, ApplyOptions())
+    with pytest.raises(ApplyRefused, match="--pipeline model"):
+        run.result()
+    assert run.stats.path == "refused" and not run.needs_model
+    assert merge_answer(request, ApplyOptions(pipeline="model")) is None  # asked for, the model writes the file

@@ -8,8 +8,10 @@ The rule (`ApplyRun` applies it):
    departed. The merge's report (confident or not) goes into the reason. But where nothing the snippet
    shows places its edit (`Judge.unplaced`: only common lines match, and the two readings place it apart),
    the apply is refused at once, in every pipeline that judges: either text would be a guess.
-2. Otherwise (the merge is unsound) the model writes its own output, streamed as verified, and it is
-   handed back when it passes every check (path `model`).
+2. Otherwise (the merge is unsound) the model writes the regions the merge fails in (path `merge+model`),
+   or, where the snippet shows no code (an instruction alone) or with `--pipeline model`, the whole file
+   (path `model`), streamed as verified; handed back when it passes every check. A merge whose failures lie
+   in no region of its own is refused at once by default (`runs.merge_answer`).
 3. Otherwise nothing: the apply is refused with the checks' reasons. The model is stopped as soon as a
    line it wrote fails a check that no ending can undo (`checks.LineChecks`: a marker copied, a name the
    edit removes kept), so a refusal comes when it is certain, not after the rest of the file.

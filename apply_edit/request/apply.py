@@ -29,7 +29,7 @@ from ..merge import MergeCandidate
 from ..models.target import Target
 from ..models.threads import choose_threads
 from ..judging.prompting import FORMATS, IncrementalDetokenizer, OutputExtractor, Prompt, PromptFormat, TextStop, build_prompt
-from ..judging.regions_to_rewrite import changed_regions, failing_regions
+from ..judging.regions_to_rewrite import changed_regions
 from .runs import (ApplyError, ApplyOptions, ApplyRequest, ApplyRun, ApplyStats, ArbitratedRun, NoPrefixStore,
                       RegionRun, VerifiedRegionsRun, merge_answer)
 from ..engine.sampling import Sampling
@@ -167,9 +167,7 @@ class Applier:
             # not the file's), for the report.
             return VerifiedRegionsRun(self, request, changed_regions(request.judge.candidate), options,
                                       ApplyStats(method=options.method), start)
-        if options.judged and proposer is None and (
-                regions := failing_regions(request.original, request.update, request.language_resolved,
-                                           request.instruction, request.merged, changed_regions(request.merged))):
+        if options.judged and proposer is None and (regions := request.failing_regions):
             # The merge's failures sit in regions of their own: the target writes those, each from a window
             # of the original, and the rest is the merge's. It costs a region's time, not the file's (the
             # whole file's prompt alone outlasts the 15 s bound past a few hundred lines on a 2-core CPU),

@@ -21,7 +21,8 @@ from ..engine.api import DecodeStats, Interrupted
 from ..merge import MergeCandidate, is_marker, merge, split_lines
 from ..judging.prompting import DEFAULT_FORMAT, FORMATS, IncrementalDetokenizer, OutputExtractor
 from ..code.regions import language_for
-from ..judging.regions_to_rewrite import Region, region_snippet, with_merges_blank_lines
+from ..judging.regions_to_rewrite import (Region, changed_regions, failing_regions, region_snippet,
+                                          with_merges_blank_lines)
 
 if TYPE_CHECKING:
     from .apply import Applier
@@ -81,6 +82,13 @@ class ApplyRequest:
     def judge(self) -> Judge:
         """The checks of the merge, for the judged pipelines."""
         return Judge(self.original, self.update, self.language_resolved, self.merged, self.instruction)
+
+    @cached_property
+    def failing_regions(self) -> list[Region]:
+        """The regions of the merge's changes that fail the checks on their own: what the model writes
+        where the merge is unsound (`regions_to_rewrite.py`); none where its failures are the file's."""
+        return failing_regions(self.original, self.update, self.language_resolved, self.instruction, self.merged,
+                               changed_regions(self.merged))
 
 
 @dataclass
@@ -183,6 +191,7 @@ class ApplyRun:
         self.model_text = ""  # what the model wrote (it stops early where a sound merge is the answer)
         self.tokens: list[int] = []
         self.outcome: Outcome | None = None
+        self.why_no_model = ""  # `sound_merge`'s refusal: why a pipeline with a model did not ask it
         self._cancel = cancel or threading.Event()
         self._start = start
         self._judge = judge
@@ -226,10 +235,13 @@ class ApplyRun:
         yield piece
 
     @classmethod
-    def sound_merge(cls, judge: Judge, stats: ApplyStats, start: float) -> ApplyRun:
-        """The answer without the model: the merge's text where it passes the checks, else a refusal."""
+    def sound_merge(cls, judge: Judge, stats: ApplyStats, start: float, why_no_model: str = "") -> ApplyRun:
+        """The answer without the model: the merge's text where it passes the checks, else a refusal (saying
+        `why_no_model` where the pipeline has a model that was not asked)."""
         no_blocks = (block for block in ())
-        return cls(no_blocks, None, None, stats, start, candidate=judge.candidate.text, judge=judge)
+        run = cls(no_blocks, None, None, stats, start, candidate=judge.candidate.text, judge=judge)
+        run.why_no_model = why_no_model
+        return run
 
     def __iter__(self) -> Iterator[str]:
         if self._judge is not None:
@@ -242,6 +254,8 @@ class ApplyRun:
             self.outcome = self._judge.without_model()
             self.stats.path = self.outcome.path
             if self.outcome.path == "refused":
+                if self.why_no_model:
+                    self.outcome.reason += f" ({self.why_no_model})"
                 self.stats.total_s = time.perf_counter() - self._start
                 raise ApplyRefused(self.outcome.reason)
             yield from self._emit(self._judge.candidate.text)
@@ -447,7 +461,11 @@ def merge_answer(request: ApplyRequest, options: ApplyOptions) -> ApplyRun | Non
     """The answer that needs no model, so a caller can give it before loading one or waiting for one: the
     `checked` pipeline's where the merge passes the checks and leaves nothing open for the target to decide,
     the `merge` pipeline's always (a refusal where the merge fails them), and a refusal in any judged
-    pipeline where nothing places the edit. None where the model has to run."""
+    pipeline where nothing places the edit. In the `checked` pipeline, where the merge fails the checks but
+    in no region of its own and the snippet shows code, a refusal too: the model writes regions, and the
+    whole file it would write instead was right in none of the corpus's, the agent set's or the fixtures'
+    such applies (5-15 s each; `--pipeline model` still has it write the file). None where the model has
+    to run."""
     options.validate()
     request.validate()
     if not options.judged:
@@ -459,10 +477,14 @@ def merge_answer(request: ApplyRequest, options: ApplyOptions) -> ApplyRun | Non
     if not (judge.merge_sound and judge.unplaced):
         if options.pipeline == "verify":
             return None
-        if options.pipeline == "checked" and (not judge.merge_sound or judge.open_readings(WEIGHED)):
+        if options.pipeline == "checked" and (judge.open_readings(WEIGHED) if judge.merge_sound else
+                                              request.failing_regions or not request.merged.report.hunks):
             return None
+    why = "" if judge.merge_sound or options.pipeline != "checked" else \
+        "the model writes only regions the merge fails in, and its failures are in none of its own; " \
+        "`--pipeline model` has it write the whole file"
     return ApplyRun.sound_merge(request.judge, ApplyStats(method=options.method, plan_s=time.perf_counter() - start),
-                                start)
+                                start, why)
 
 
 class _Unread(Exception):
