@@ -236,7 +236,9 @@ def test_the_model_writing_the_whole_file_is_bounded_in_time(applier):
     from apply_edit.judging.decide import ApplyRefused
     from apply_edit.request.runs import ApplyRequest
 
-    request = ApplyRequest("def f():\n    return 1\n", "def f(:\n    return 2\n", language="python")
+    # An instruction alone: the default has the model write the whole file (a merge failing outside any
+    # region of its own is refused before that, `runs.merge_answer`).
+    request = ApplyRequest("def f():\n    return 1\n", "", "Make f return 2.", language="python")
     assert not request.judge.merge_sound  # the model has to write it
     run = applier.stream(request, ApplyOptions(model_seconds=0.01))
     with pytest.raises(ApplyRefused, match=r"(not finished within|beyond the) 0.01 s"):
