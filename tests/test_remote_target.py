@@ -375,7 +375,8 @@ def test_two_replicas_one_engine_a_concurrent_load(engine, local, tmp_path):
     finally:
         for r in replicas:
             r.stop()
-    assert errors == [] and texts == [want] * 8 and served == [4, 4]
+    # Round robin over the replicas ready at each call: both serve (not evenly where one came up later).
+    assert errors == [] and texts == [want] * 8 and sum(served) == 8 and min(served) >= 1
 
 
 @pytest.mark.model

@@ -410,5 +410,5 @@ def test_replicas_behind_one_address_share_the_requests(tmp_path):
             r.stop()
     answers = sorted((r.exact, r.refused, r.error) for r in records)
     assert answers == [(False, True, None)] + [(True, False, None)] * 3
-    assert served == [2, 2]
+    assert sum(served) == 4 and min(served) >= 1  # in turn over the replicas ready at each call
     assert "errors 0, the expected file 3, refused 1" in load_summary(records, wall, 2)
