@@ -103,7 +103,8 @@ class TestOnARealModel:
 
     def test_two_first_lines_the_snippets_first_line_joins_go(self, applier):
         original = ("from . import errors\nfrom . import utils\nfrom .types import Stream\n\n\nclass Api:\n"
-                    "    def run(self):\n        return utils.run()\n\n    def stop(self):\n        raise errors.Stopped()\n")
+                    "    def run(self):\n        return utils.run()\n\n"
+                    "    def stop(self):\n        raise errors.Stopped()\n")
         update = "from . import errors, utils\nfrom .types import Stream\n\n\n# ... existing code ...\n"
         run = applier.stream(ApplyRequest(original, update, language="python"), ApplyOptions())
         assert run.result() == original.replace("from . import errors\nfrom . import utils\n",

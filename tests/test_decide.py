@@ -159,7 +159,8 @@ def test_a_merge_failing_outside_any_region_of_its_own_is_refused_at_once_in_the
 
     original = ("class Buffer {\n public:\n  size_t size() const {\n    return length_;\n  }\n\n"
                 "  void clear() {\n    length_ = 0;\n  }\n\n private:\n  size_t length_ = 0;\n};\n")
-    update = "// ... existing code ...\n  size_t externalSize() const {\n    return size();\n  }\n// ... existing code ...\n"
+    update = ("// ... existing code ...\n  size_t externalSize() const {\n    return size();\n  }\n"
+              "// ... existing code ...\n")
     request = ApplyRequest(original, update, language="cpp")
     assert "it deletes the definition of `size`" in request.judge.merge_problems[0] and request.failing_regions == []
     run = merge_answer(request, ApplyOptions())

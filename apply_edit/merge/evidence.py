@@ -11,8 +11,9 @@ so, in one of these ways:
    as well one line up or down; one of those readings will do;
 2. the run is an edit at the edge of a stretch: its new lines sit next to a marker in the snippet, and
    each line gone is like one of them, in order (mostly the same characters, the same line with words
-   put in front: `int` -> `static int`, or with another trailing comment: `raise` -> `raise  # noqa`), or all of them together are like the new lines together
-   (a signature joined onto one line, a tag split over several). A line gone that opens a body the result
+   put in front: `int` -> `static int`, or with another trailing comment: `raise` -> `raise  # noqa`), or
+   all of them together are like the new lines together (a signature joined onto one line, a tag split
+   over several). A line gone that opens a body the result
    keeps after it (the next original line is deeper) is only edited by a line whose own body is not
    closed before that edge (a new `if ... fi` block is not an edit of the `if` whose body follows);
 3. the lines go with a name the instruction or a deletion note removes (`removals`), or use a code name
@@ -96,6 +97,7 @@ def unexplained_deletions(original: str, update: str, result: str, language: str
     # the diff would pair like lines elsewhere with them.
     at = [n for n, line in enumerate(orig) if line.strip() and n not in removed]
     old = [orig[n].strip() for n in at]
+    cut = uncommented(language)
     if mentioned := _mentioned_names(instruction):
         code = code_of(language)
         explained |= {n for n in at if any(uses(code(orig[n]), name) for name in mentioned)}
@@ -126,7 +128,7 @@ def unexplained_deletions(original: str, update: str, result: str, language: str
         if tag == "delete" and any(deletion_shown(a, b) for a, b in _slides(old, i1, i2)):
             continue  # which of equal lines (`}`) a deleted run ends at, the diff chose: any of them will do
         if tag == "replace" and (deletion_shown(i1, i2) or _edge_edit(old, out, out_lines, orig, at, keys, stretch,
-                                                                     i1, i2, j1, j2, uncommented(language))):
+                                                                     i1, i2, j1, j2, cut)):
             continue
         if tag in ("delete", "replace"):
             found.append(UnexplainedRun(at[i1] + 1, i2 - i1, old[i1]))
