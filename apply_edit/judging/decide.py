@@ -27,6 +27,7 @@ the file only where the merge cannot.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .checks import LineChecks, problems
 from ..code.instruction import deletion_notes
@@ -79,7 +80,7 @@ class Judge:
             self.candidate = second
         self._other_ways: dict[int, str | None] = {}  # per reading (index): its other way's text, if sound
 
-    @property
+    @cached_property
     def unplaced(self) -> str:
         """Why nothing the snippet shows places it, "" where something does: every hunk is matched by
         common lines only (`}`, `return nil`) or is new code between markers, and the second reading,

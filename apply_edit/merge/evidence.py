@@ -60,17 +60,17 @@ class UnexplainedRun:
 _QUALIFIERS = re.compile(r"(?:[A-Za-z_]\w* )+")
 
 
-def _like(a: str, b: str, uncommented) -> bool:
+def _like(a: str, b: str, code_part) -> bool:
     return SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.5 or (
         b.endswith(a) and _QUALIFIERS.fullmatch(b[:len(b) - len(a)]) is not None) or (
-        uncommented(a) == uncommented(b) != "")
+        code_part(a) == code_part(b) != "")
 
 
-def _like_in_order(gone: list[str], new: list[str], uncommented) -> list[int] | None:
+def _like_in_order(gone: list[str], new: list[str], code_part) -> list[int] | None:
     """Per line gone, the index of a new line like it, in order; None where there is no such choice."""
     at, found = 0, []
     for line in gone:
-        while at < len(new) and not _like(line, new[at], uncommented):
+        while at < len(new) and not _like(line, new[at], code_part):
             at += 1
         if at == len(new):
             return None
@@ -150,9 +150,9 @@ def _slides(old: list[str], i1: int, i2: int) -> list[tuple[int, int]]:
     return runs
 
 
-def _edge_edit(old, out, out_lines, orig, at, keys, stretch, i1, i2, j1, j2, uncommented) -> bool:
+def _edge_edit(old, out, out_lines, orig, at, keys, stretch, i1, i2, j1, j2, code_part) -> bool:
     """Rule 2: the replacement out[j1:j2] is shown in the snippet next to a marker, and edits old[i1:i2]
-    (`uncommented`: a line without its trailing comment, `languages.uncommented`)."""
+    (`code_part`: a line without its trailing comment, `languages.uncommented`)."""
     new = out[j1:j2]
     for a in range(len(keys) - len(new) + 1):
         if keys[a:a + len(new)] != new:
@@ -162,7 +162,7 @@ def _edge_edit(old, out, out_lines, orig, at, keys, stretch, i1, i2, j1, j2, unc
         if prev_shown and next_shown:
             continue
         opens_kept_body = i2 < len(old) and _width(orig[at[i2]]) > _width(orig[at[i2 - 1]]) and not next_shown
-        edits = _like_in_order(old[i1:i2], new, uncommented)  # each line gone like a new one, in order
+        edits = _like_in_order(old[i1:i2], new, code_part)  # each line gone like a new one, in order
         if edits is not None and opens_kept_body:
             depth = _width(out_lines[j1 + edits[-1]])
             if any(_width(out_lines[j]) <= depth for j in range(j1 + edits[-1] + 1, j2)):
@@ -171,7 +171,7 @@ def _edge_edit(old, out, out_lines, orig, at, keys, stretch, i1, i2, j1, j2, unc
             return True
         # Or all together, a header joined onto one line or split over several; where the body it opens
         # follows, the new lines must not end by closing a block (`fi`, `}`).
-        if _like(" ".join(old[i1:i2]), " ".join(new), uncommented) and not (opens_kept_body and _CLOSER.match(new[-1])):
+        if _like(" ".join(old[i1:i2]), " ".join(new), code_part) and not (opens_kept_body and _CLOSER.match(new[-1])):
             return True
     return False
 
